@@ -1,0 +1,219 @@
+// Package catalog is the embedded finding catalogue: the wording, severity, detection rule and
+// fix ladder of every finding ID. IDs are stable API; checks only name them.
+package catalog
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+)
+
+//go:embed catalog.yaml
+var builtin []byte
+
+// Threshold is a documented, overridable knob of a detection rule.
+type Threshold struct {
+	Name        string `json:"name"`
+	Default     string `json:"default"`
+	Description string `json:"description"`
+}
+
+// Rung is one step of an entry's fix ladder.
+type Rung struct {
+	Rung     string   `json:"rung"` // observe | resync | restart | repair | realign
+	Action   string   `json:"action"`
+	Risk     string   `json:"risk"` // none | low | medium | high
+	Commands []string `json:"commands,omitempty"`
+}
+
+// Entry is the catalogue's word on one finding ID.
+type Entry struct {
+	ID       string           `json:"id"`
+	Title    string           `json:"title"`
+	Severity finding.Severity `json:"severity"`
+	// Rank orders findings inside an incident: the highest rank is the root cause.
+	// Causes (a pending Helm release, a missing CRD) rank above what they cause
+	// (an agent that did not move, a BundleDeployment in ErrApplied).
+	Rank        int         `json:"rank"`
+	Explanation string      `json:"explanation"`
+	Detection   string      `json:"detection"`
+	Thresholds  []Threshold `json:"thresholds,omitempty"`
+	Ladder      []Rung      `json:"ladder"`
+	References  []string    `json:"references,omitempty"`
+}
+
+// Catalog is an immutable set of entries keyed by ID.
+type Catalog struct {
+	byID map[string]*Entry
+	ids  []string
+}
+
+// Load parses the embedded catalogue.
+func Load() (*Catalog, error) { return Parse(builtin, "builtin catalog.yaml") }
+
+// LoadWithOverrides parses the embedded catalogue and lays the entries of file over it
+// (a user's wording, severity or ladder wins field by field for the IDs it names).
+func LoadWithOverrides(file string) (*Catalog, error) {
+	c, err := Load()
+	if err != nil || file == "" {
+		return c, err
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading catalogue overrides: %w", err)
+	}
+	var over []Entry
+	if err := yaml.UnmarshalStrict(b, &over); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	for _, o := range over {
+		e, ok := c.byID[o.ID]
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown finding ID %q%s", file, o.ID, c.suggestSuffix(o.ID))
+		}
+		merge(e, o)
+	}
+	return c, nil
+}
+
+func merge(e *Entry, o Entry) {
+	if o.Title != "" {
+		e.Title = o.Title
+	}
+	if o.Severity != 0 {
+		e.Severity = o.Severity
+	}
+	if o.Rank != 0 {
+		e.Rank = o.Rank
+	}
+	if o.Explanation != "" {
+		e.Explanation = o.Explanation
+	}
+	if o.Detection != "" {
+		e.Detection = o.Detection
+	}
+	if len(o.Ladder) > 0 {
+		e.Ladder = o.Ladder
+	}
+}
+
+// Parse reads a catalogue document (a YAML list of entries) and validates it.
+func Parse(b []byte, name string) (*Catalog, error) {
+	var entries []Entry
+	if err := yaml.UnmarshalStrict(b, &entries); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c := &Catalog{byID: map[string]*Entry{}}
+	for i := range entries {
+		e := &entries[i]
+		if err := validate(e); err != nil {
+			return nil, fmt.Errorf("%s: entry %d: %w", name, i, err)
+		}
+		if _, dup := c.byID[e.ID]; dup {
+			return nil, fmt.Errorf("%s: duplicate ID %q", name, e.ID)
+		}
+		c.byID[e.ID] = e
+		c.ids = append(c.ids, e.ID)
+	}
+	sort.Strings(c.ids)
+	return c, nil
+}
+
+var rungs = map[string]bool{"observe": true, "resync": true, "restart": true, "repair": true, "realign": true}
+
+func validate(e *Entry) error {
+	switch {
+	case e.ID == "" || !strings.Contains(e.ID, "/"):
+		return fmt.Errorf("ID %q is not of the form family/name", e.ID)
+	case e.Title == "":
+		return fmt.Errorf("%s: no title", e.ID)
+	case e.Severity == 0:
+		return fmt.Errorf("%s: no severity", e.ID)
+	case e.Explanation == "" || e.Detection == "":
+		return fmt.Errorf("%s: explanation and detection are required", e.ID)
+	case len(e.Ladder) == 0:
+		return fmt.Errorf("%s: empty fix ladder", e.ID)
+	}
+	for _, r := range e.Ladder {
+		if !rungs[r.Rung] {
+			return fmt.Errorf("%s: unknown rung %q", e.ID, r.Rung)
+		}
+	}
+	return nil
+}
+
+// Get returns the entry for id.
+func (c *Catalog) Get(id string) (*Entry, bool) {
+	e, ok := c.byID[id]
+	return e, ok
+}
+
+// IDs lists every ID, sorted.
+func (c *Catalog) IDs() []string { return append([]string(nil), c.ids...) }
+
+// Steps renders an entry's ladder as the remediation of a finding.
+func (e *Entry) Steps() []finding.Step {
+	out := make([]finding.Step, 0, len(e.Ladder))
+	for _, r := range e.Ladder {
+		out = append(out, finding.Step{Rung: r.Rung, Action: r.Action, Risk: r.Risk, Commands: r.Commands})
+	}
+	return out
+}
+
+// Suggest returns up to three IDs closest to id: those that contain it, then by edit distance.
+func (c *Catalog) Suggest(id string) []string {
+	type scored struct {
+		id string
+		d  int
+	}
+	var s []scored
+	for _, k := range c.ids {
+		d := levenshtein(strings.ToLower(id), k)
+		if id != "" && (strings.Contains(k, strings.ToLower(id))) {
+			d = 0
+		}
+		s = append(s, scored{k, d})
+	}
+	sort.SliceStable(s, func(i, j int) bool { return s[i].d < s[j].d })
+	var out []string
+	for _, x := range s {
+		if len(out) == 3 || x.d > len(x.id) {
+			break
+		}
+		out = append(out, x.id)
+	}
+	return out
+}
+
+func (c *Catalog) suggestSuffix(id string) string {
+	if s := c.Suggest(id); len(s) > 0 {
+		return " (did you mean " + strings.Join(s, ", ") + "?)"
+	}
+	return ""
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

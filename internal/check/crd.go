@@ -1,0 +1,168 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/unstick-dev/unstick/internal/classify"
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// requiredFleetCRDs are the Fleet CRDs every management cluster serves (charts/fleet-crd).
+var requiredFleetCRDs = []string{
+	"bundledeployments.fleet.cattle.io", "bundles.fleet.cattle.io", "clustergroups.fleet.cattle.io",
+	"clusterregistrations.fleet.cattle.io", "clusterregistrationtokens.fleet.cattle.io",
+	"clusters.fleet.cattle.io", "contents.fleet.cattle.io", "gitrepos.fleet.cattle.io",
+}
+
+// crdMissing reports CRDs that are absent where they are needed: a Fleet CRD on a management
+// cluster, or a resource that a pod's log says the server does not serve ("the server could
+// not find the requested resource (get bundledeployments.fleet.cattle.io)", "no matches for
+// kind ..."), when that cluster's CRDs were read and it is indeed not among them. A CRD that
+// vanished after an upgrade makes every agent that lists it crash-loop.
+var crdMissing = Check{
+	Name:  "crd/missing",
+	Emits: []string{"crd/missing"},
+	Run: func(ctx *Context) ([]finding.Finding, error) {
+		type miss struct {
+			c        *snapshot.Cluster
+			name     string
+			evidence []finding.Evidence
+			keys     []string
+			affects  string
+		}
+		found := map[string]*miss{}
+		var order []string
+		add := func(c *snapshot.Cluster, name string, e finding.Evidence, keys ...string) {
+			k := c.Name + "/" + name
+			m := found[k]
+			if m == nil {
+				m = &miss{c: c, name: name}
+				found[k] = m
+				order = append(order, k)
+			}
+			if len(m.evidence) < 4 {
+				m.evidence = append(m.evidence, e)
+			}
+			m.keys = append(m.keys, keys...)
+		}
+		for _, m := range ctx.Snap.Management() {
+			if !m.CRDsCollected {
+				continue
+			}
+			for _, name := range requiredFleetCRDs {
+				if !m.HasCRD(name) {
+					add(m, name, ev("CustomResourceDefinitions of "+m.Name, "%s is not among the %d CRDs read; the Fleet controller and every agent need it", name, len(m.CRDs)))
+				}
+			}
+		}
+		for _, c := range ctx.Snap.Clusters {
+			for _, p := range c.Pods {
+				for _, l := range c.LogsFor(p.Namespace, p.Name) {
+					for _, pair := range [][2]any{{l.Previous, l.PreviousFile}, {l.Current, l.CurrentFile}} {
+						lines, file := pair[0].([]string), pair[1].(string)
+						for _, line := range lines {
+							if !strings.Contains(line, "requested resource") && !strings.Contains(line, "no matches for kind") {
+								continue
+							}
+							if m, ok := classify.Classify(line, classify.Log); !ok || m.ID != "agent/crd-missing" {
+								continue
+							}
+							res := missingResource(line)
+							if res == "" || !strings.Contains(res, ".") {
+								continue
+							}
+							keys := podKeys(c, p)
+							keys = append(keys, "crd:"+c.Name+"/"+res)
+							e := ev(file, "%s", firstLine(line))
+							if c.CRDsCollected && !c.HasCRD(res) {
+								add(c, res, e, keys...)
+							}
+							// A downstream Fleet agent reads fleet.cattle.io resources from the
+							// management cluster: a CRD missing there breaks it too.
+							if strings.HasSuffix(res, ".fleet.cattle.io") && fleet.IsAgentNamespace(p.Namespace) {
+								for _, m := range ctx.Snap.Management() {
+									if m != c && m.CRDsCollected && !m.HasCRD(res) {
+										add(m, res, e, keys...)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		sort.Strings(order)
+		var out []finding.Finding
+		for _, k := range order {
+			m := found[k]
+			f := ctx.New("crd/missing", m.c, ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", m.name), fmt.Sprintf("CRD %s does not exist on cluster %s", m.name, m.c.Name))
+			f.Evidence = m.evidence
+			f.Keys = append(dedup(m.keys), "crd:"+m.c.Name+"/"+m.name)
+			f.Signature = "crd-missing|" + m.name
+			out = append(out, f)
+		}
+		return out, nil
+	},
+}
+
+// crdVersions reports CRDs whose stored versions are no longer served: objects stored in a
+// version the API no longer offers cannot be read until they are migrated.
+var crdVersions = Check{
+	Name:  "crd/versions",
+	Emits: []string{"crd/version-not-served"},
+	Run: func(ctx *Context) ([]finding.Finding, error) {
+		var out []finding.Finding
+		for _, c := range ctx.Snap.Clusters {
+			for _, crd := range c.CRDs {
+				served := map[string]bool{}
+				for _, v := range crd.Versions {
+					served[v.Name] = v.Served
+				}
+				var bad []string
+				for _, sv := range crd.StoredVersions {
+					if !served[sv] {
+						bad = append(bad, sv)
+					}
+				}
+				if len(bad) == 0 {
+					continue
+				}
+				obj := ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd.Name)
+				f := ctx.New("crd/version-not-served", c, obj, fmt.Sprintf("CRD %s has objects stored as %s, which the API no longer serves", crd.Name, strings.Join(bad, ", ")))
+				f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "status.storedVersions=%v; served versions: %s", crd.StoredVersions, servedList(crd))}
+				f.Keys = []string{"crd:" + c.Name + "/" + crd.Name}
+				out = append(out, f)
+			}
+		}
+		return out, nil
+	},
+}
+
+func servedList(crd *snapshot.CRD) string {
+	var s []string
+	for _, v := range crd.Versions {
+		if v.Served {
+			s = append(s, v.Name)
+		}
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func dedup(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,229 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// agentState is what the management cluster says of one cluster's agent.
+type agentState struct {
+	mgmt    *snapshot.Cluster
+	fc      *fleetv1.Cluster
+	agentBD *fleetv1.BundleDeployment // the fleet-agent-<cluster> BundleDeployment, if read
+}
+
+func agentStates(s *snapshot.Snapshot) []agentState {
+	var out []agentState
+	for _, m := range s.Management() {
+		ix := newFleetIndex(m)
+		byCluster := map[*fleetv1.Cluster]*fleetv1.BundleDeployment{}
+		for _, bd := range m.BundleDeployments {
+			if fleet.IsAgentBundle(fleet.BundleName(bd)) {
+				if fc := ix.forBD(m, bd); fc != nil {
+					byCluster[fc] = bd
+				}
+			}
+		}
+		for _, fc := range m.FleetClusters {
+			out = append(out, agentState{mgmt: m, fc: fc, agentBD: byCluster[fc]})
+		}
+	}
+	return out
+}
+
+func (a agentState) finding(ctx *Context, id, summary string) finding.Finding {
+	f := ctx.New(id, a.mgmt, fleetClusterRef(a.fc), summary)
+	f.Keys = []string{AgentKey(a.fc.Namespace + "/" + a.fc.Name)}
+	f.Affects = clusterName(ctx.Snap, a.fc)
+	return f
+}
+
+// conditionSince is when a generic condition last changed.
+func bdConditionTime(bd *fleetv1.BundleDeployment, typ string) time.Time {
+	if c := fleet.Condition(bd.Status.Conditions, typ); c != nil {
+		return earliest(snapshot.ParseTime(c.LastTransitionTime), snapshot.ParseTime(c.LastUpdateTime))
+	}
+	return time.Time{}
+}
+
+func clusterConditionTime(fc *fleetv1.Cluster, typ, status string) time.Time {
+	if c := fleet.Condition(fc.Status.Conditions, typ); c != nil && string(c.Status) == status {
+		return earliest(snapshot.ParseTime(c.LastTransitionTime), snapshot.ParseTime(c.LastUpdateTime))
+	}
+	return time.Time{}
+}
+
+// fleetAgentUpgrade reports agents the Fleet controller wants changed that have not changed
+// — the field reports' "Pending-Upgrade". Fleet counts an agent deployed only when the three
+// migration flags are set, agentConfigChanged is false and agentDeployedGeneration equals
+// redeployAgentGeneration (rancher/fleet agentmanagement); the new agent itself arrives as the
+// fleet-agent-<cluster> BundleDeployment, which must be applied and ready.
+var fleetAgentUpgrade = Check{
+	Name:  "fleet/agent-upgrade",
+	Emits: []string{"fleet/agent-upgrade-stuck"},
+	Run: func(ctx *Context) ([]finding.Finding, error) {
+		var out []finding.Finding
+		after := ctx.Thresholds.Duration("fleet.agentUpgradeStuckAfter")
+		for _, a := range agentStates(ctx.Snap) {
+			why := fleet.AgentNotDeployedReasons(a.fc)
+			var since time.Time
+			var evidence []finding.Evidence
+			src := sourceOf(a.mgmt, fleetClusterRef(a.fc))
+			if len(why) > 0 {
+				since = earliest(clusterConditionTime(a.fc, "Ready", "False"), clusterConditionTime(a.fc, "Processed", "False"))
+				evidence = append(evidence, ev(src, "%s", strings.Join(why, "; ")))
+			}
+			if bd := a.agentBD; bd != nil {
+				st := fleet.BDState(bd)
+				if st == fleet.StateErrApplied || st == fleet.StateWaitApplied || st == fleet.StateNotReady {
+					since = earliest(since, bdConditionTime(bd, "Deployed"), bdConditionTime(bd, "Ready"))
+					msg := bdMessage(bd)
+					text := fmt.Sprintf("agent BundleDeployment %s is %s", bd.Name, st)
+					if st != fleet.StateNotReady {
+						text += fmt.Sprintf(" (deploymentID %s, applied %s)", shortID(bd.Spec.DeploymentID), orDash(shortID(bd.Status.AppliedDeploymentID)))
+					}
+					if msg != "" {
+						text += ": " + msg
+					}
+					evidence = append(evidence, ev(sourceOf(a.mgmt, bdRef(bd)), "%s", text))
+				}
+			}
+			if len(evidence) == 0 {
+				continue
+			}
+			age := ctx.Age(since)
+			if !since.IsZero() && age < after {
+				continue
+			}
+			summary := fmt.Sprintf("Fleet agent of cluster %s has not moved to the version the controller wants", clusterName(ctx.Snap, a.fc))
+			if !since.IsZero() {
+				summary += " for " + human(age)
+			}
+			f := a.finding(ctx, "fleet/agent-upgrade-stuck", summary)
+			f.Evidence = evidence
+			f.Since = timePtr(since)
+			if a.agentBD != nil {
+				f.Keys = append(f.Keys, BundleKey(a.fc.Namespace+"/"+a.fc.Name, fleet.BundleName(a.agentBD)))
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	},
+}
+
+func shortID(id string) string {
+	if len(id) > 14 {
+		return id[:14] + "…"
+	}
+	return id
+}
+
+// fleetAgentHeartbeat reports agents that stopped checking in. Agents report every 15 minutes
+// by default into status.agent.lastSeen; the UI's WaitCheckIn means lastSeen was never set.
+var fleetAgentHeartbeat = Check{
+	Name:  "fleet/agent-heartbeat",
+	Emits: []string{"fleet/agent-heartbeat-stale"},
+	Run: func(ctx *Context) ([]finding.Finding, error) {
+		var out []finding.Finding
+		after := ctx.Thresholds.Duration("fleet.heartbeatStaleAfter")
+		for _, a := range agentStates(ctx.Snap) {
+			last := a.fc.Status.Agent.LastSeen.Time
+			src := sourceOf(a.mgmt, fleetClusterRef(a.fc))
+			var f finding.Finding
+			switch {
+			case last.IsZero():
+				created := a.fc.CreationTimestamp.Time
+				if created.IsZero() || ctx.Age(created) < after {
+					continue
+				}
+				f = a.finding(ctx, "fleet/agent-heartbeat-stale", fmt.Sprintf("Fleet agent of cluster %s has never checked in (WaitCheckIn) although the cluster was created %s ago", clusterName(ctx.Snap, a.fc), human(ctx.Age(created))))
+				f.Evidence = []finding.Evidence{ev(src, "status.agent.lastSeen is not set; status.display.state=%s", orDash(a.fc.Status.Display.State))}
+				f.Since = timePtr(created)
+			case ctx.Age(last) >= after:
+				f = a.finding(ctx, "fleet/agent-heartbeat-stale", fmt.Sprintf("Fleet agent of cluster %s last checked in %s ago (agents check in every 15m)", clusterName(ctx.Snap, a.fc), human(ctx.Age(last))))
+				f.Evidence = []finding.Evidence{ev(src, "status.agent.lastSeen=%s", last.UTC().Format(time.RFC3339))}
+				f.Since = timePtr(last)
+			default:
+				continue
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	},
+}
+
+// fleetRegistration reports clusters whose agent cannot (re-)register: several Fleet Clusters
+// claiming one client ID, or an agent with no granted ClusterRegistration that is not
+// checking in. Never suggests deleting registration objects (field reports' pitfall).
+var fleetRegistration = Check{
+	Name:  "fleet/registration",
+	Emits: []string{"fleet/registration-broken"},
+	Run: func(ctx *Context) ([]finding.Finding, error) {
+		var out []finding.Finding
+		stale := ctx.Thresholds.Duration("fleet.heartbeatStaleAfter")
+		states := agentStates(ctx.Snap)
+		byClient := map[string][]agentState{}
+		for _, a := range states {
+			if id := a.fc.Spec.ClientID; id != "" {
+				byClient[id] = append(byClient[id], a)
+			}
+		}
+		for _, a := range states {
+			id := a.fc.Spec.ClientID
+			if same := byClient[id]; len(same) > 1 {
+				var names []string
+				for _, o := range same {
+					names = append(names, o.fc.Namespace+"/"+o.fc.Name)
+				}
+				f := a.finding(ctx, "fleet/registration-broken", fmt.Sprintf("client ID %s is claimed by %d Fleet Clusters (%s): the agent's registration is ambiguous", id, len(same), strings.Join(names, ", ")))
+				f.Evidence = []finding.Evidence{ev(sourceOf(a.mgmt, fleetClusterRef(a.fc)), "spec.clientID=%s", id)}
+				out = append(out, f)
+				continue
+			}
+			if len(a.mgmt.ClusterRegistrations) == 0 || id == "" {
+				continue // registrations not collected: nothing to judge
+			}
+			var granted, pending []*fleetv1.ClusterRegistration
+			for _, r := range a.mgmt.ClusterRegistrations {
+				if r.Spec.ClientID != id {
+					continue
+				}
+				if r.Status.Granted {
+					granted = append(granted, r)
+				} else {
+					pending = append(pending, r)
+				}
+			}
+			last := a.fc.Status.Agent.LastSeen.Time
+			if len(granted) > 0 || (!last.IsZero() && ctx.Age(last) < stale) {
+				continue
+			}
+			var f finding.Finding
+			if len(pending) > 0 {
+				r := pending[len(pending)-1]
+				f = a.finding(ctx, "fleet/registration-broken", fmt.Sprintf("agent of cluster %s is trying to register but its ClusterRegistration %s/%s was never granted", clusterName(ctx.Snap, a.fc), r.Namespace, r.Name))
+				f.Evidence = []finding.Evidence{ev(sourceOf(a.mgmt, ref("fleet.cattle.io/v1alpha1", "ClusterRegistration", r.Namespace, r.Name)), "status.granted=false clientID=%s", id)}
+				f.Since = timePtr(r.CreationTimestamp.Time)
+			} else {
+				f = a.finding(ctx, "fleet/registration-broken", fmt.Sprintf("agent of cluster %s has no granted ClusterRegistration for client ID %s and is not checking in", clusterName(ctx.Snap, a.fc), id))
+				f.Evidence = []finding.Evidence{ev(sourceOf(a.mgmt, fleetClusterRef(a.fc)), "spec.clientID=%s; no ClusterRegistration with status.granted=true; status.agent.lastSeen=%s", id, lastSeenText(last))}
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	},
+}
+
+func lastSeenText(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,146 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// helmReleases judges each Helm release by its newest stored revision.
+//
+// Field reports' "Pending-Upgrade": an agent killed mid-upgrade leaves its own release
+// pending-upgrade, after which every helm operation fails with "another operation
+// (install/upgrade/rollback) is in progress" (helm pkg/action). Fleet retries with a rollback,
+// so a release that stays pending means that retry keeps failing. With only a pending or
+// failed revision left (Fleet keeps 2 revisions), there is nothing to roll back to:
+// "has no deployed releases".
+var helmReleases = Check{
+	Name:  "helm/releases",
+	Emits: []string{"helm/release-pending", "helm/release-failed", "helm/no-deployed-release"},
+	Run: func(ctx *Context) ([]finding.Finding, error) {
+		var out []finding.Finding
+		pendingAfter := ctx.Thresholds.Duration("helm.pendingAfter")
+		for _, c := range ctx.Snap.Clusters {
+			for _, hist := range releaseHistories(c) {
+				newest := hist[len(hist)-1]
+				deployed := lastWithStatus(hist, "deployed")
+				base := func(id, summary string) finding.Finding {
+					f := ctx.New(id, c, ref("v1", "Secret", newest.Namespace, newest.SecretName), summary)
+					f.Keys = releaseKeys(c, newest)
+					f.Evidence = releaseEvidence(c, hist)
+					return f
+				}
+				switch {
+				case newest.IsPending():
+					age := ctx.Age(newest.Since())
+					if newest.Since().IsZero() || age < pendingAfter {
+						continue
+					}
+					f := base("helm/release-pending", fmt.Sprintf("Helm release %s/%s revision %d has been %s for %s; Helm refuses every other operation on it (\"another operation (install/upgrade/rollback) is in progress\")",
+						newest.Namespace, newest.Name, newest.Revision, newest.Status, human(age)))
+					f.Since = timePtr(newest.Since())
+					f.Signature = "helm-pending|" + newest.Status + "|" + newest.Chart + "|" + newest.ChartVersion
+					out = append(out, f)
+				case newest.Status == "failed":
+					f := base("helm/release-failed", fmt.Sprintf("Helm release %s/%s revision %d failed: %s", newest.Namespace, newest.Name, newest.Revision, orDash(newest.Description)))
+					f.Since = timePtr(newest.Since())
+					f.Signature = "helm-failed|" + newest.Chart + "|" + newest.ChartVersion
+					out = append(out, f)
+				default:
+					continue
+				}
+				if deployed == nil {
+					f := base("helm/no-deployed-release", fmt.Sprintf("Helm release %s/%s has no deployed revision left to roll back to (history: %s)", newest.Namespace, newest.Name, historyLine(hist)))
+					f.Since = timePtr(newest.Since())
+					out = append(out, f)
+				}
+			}
+		}
+		return out, nil
+	},
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// releaseHistories groups a cluster's release revisions by namespace/name, oldest first.
+func releaseHistories(c *snapshot.Cluster) [][]*helmrelease.Release {
+	by := map[string][]*helmrelease.Release{}
+	var keys []string
+	for _, r := range c.HelmReleases {
+		k := r.Namespace + "/" + r.Name
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], r)
+	}
+	sort.Strings(keys)
+	out := make([][]*helmrelease.Release, 0, len(keys))
+	for _, k := range keys {
+		h := by[k]
+		sort.SliceStable(h, func(i, j int) bool { return h[i].Revision < h[j].Revision })
+		out = append(out, h)
+	}
+	return out
+}
+
+func lastWithStatus(hist []*helmrelease.Release, status string) *helmrelease.Release {
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Status == status {
+			return hist[i]
+		}
+	}
+	return nil
+}
+
+func releaseKeys(c *snapshot.Cluster, r *helmrelease.Release) []string {
+	keys := []string{"helm:" + c.Name + "/" + r.Namespace + "/" + r.Name, bundleKeyFor(c, r.Name)}
+	if fleet.IsAgentNamespace(r.Namespace) && strings.HasPrefix(r.Name, "fleet-agent") {
+		keys = append(keys, agentKeyFor(c))
+	}
+	return keys
+}
+
+func historyLine(hist []*helmrelease.Release) string {
+	parts := make([]string, 0, len(hist))
+	for _, r := range hist {
+		parts = append(parts, fmt.Sprintf("v%d %s", r.Revision, r.Status))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func releaseEvidence(c *snapshot.Cluster, hist []*helmrelease.Release) []finding.Evidence {
+	var out []finding.Evidence
+	for i := len(hist) - 1; i >= 0 && len(out) < 4; i-- {
+		r := hist[i]
+		src := sourceOf(c, ref("v1", "Secret", r.Namespace, r.SecretName))
+		chart := r.Chart
+		if r.ChartVersion != "" {
+			chart += "-" + r.ChartVersion
+		}
+		text := fmt.Sprintf("revision %d: status=%s chart=%s", r.Revision, r.Status, orDash(chart))
+		if r.AppVersion != "" {
+			text += " appVersion=" + r.AppVersion
+		}
+		if !r.Since().IsZero() {
+			text += " updated=" + r.Since().UTC().Format("2006-01-02T15:04:05Z")
+		}
+		if r.Description != "" {
+			text += fmt.Sprintf(" description=%q", r.Description)
+		}
+		if r.PayloadError != nil {
+			text += " (record unreadable; from Secret labels)"
+		}
+		out = append(out, finding.Evidence{Source: src, Text: text})
+	}
+	return out
+}

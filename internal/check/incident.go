@@ -1,0 +1,186 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+)
+
+// Group turns findings into incidents: findings that share a correlation key belong to one
+// stuck upgrade, and the one the catalogue ranks highest is its root cause. The same root
+// cause with the same failure signature on many clusters becomes one fleet/fleetwide-failure
+// incident (a release or format problem, not N separate ones). It returns the incidents and
+// the findings, including any fleet-wide finding it made.
+func Group(ctx *Context, fs []finding.Finding) ([]finding.Incident, []finding.Finding) {
+	parent := make([]int, len(fs))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	owner := map[string]int{}
+	for i, f := range fs {
+		for _, k := range f.Keys {
+			if j, ok := owner[k]; ok {
+				parent[find(i)] = find(j)
+			} else {
+				owner[k] = i
+			}
+		}
+	}
+	groups := map[int][]finding.Finding{}
+	var order []int
+	for i := range fs {
+		r := find(i)
+		if _, ok := groups[r]; !ok {
+			order = append(order, r)
+		}
+		groups[r] = append(groups[r], fs[i])
+	}
+	var incidents []finding.Incident
+	for _, r := range order {
+		g := groups[r]
+		sort.SliceStable(g, func(i, j int) bool { return ctx.causeBefore(g[i], g[j]) })
+		incidents = append(incidents, finding.Incident{RootCause: g[0], Symptoms: append([]finding.Finding{}, g[1:]...)})
+	}
+	incidents, fs = ctx.fleetwide(incidents, fs)
+	sort.SliceStable(incidents, func(i, j int) bool {
+		a, b := incidents[i].RootCause, incidents[j].RootCause
+		if a.Severity != b.Severity {
+			return a.Severity > b.Severity
+		}
+		if ra, rb := ctx.rank(a.ID), ctx.rank(b.ID); ra != rb {
+			return ra > rb
+		}
+		if a.Cluster != b.Cluster {
+			return a.Cluster < b.Cluster
+		}
+		return a.Object.String() < b.Object.String()
+	})
+	return incidents, fs
+}
+
+func (c *Context) rank(id string) int {
+	if e, ok := c.Catalog.Get(id); ok {
+		return e.Rank
+	}
+	return 0
+}
+
+// causeBefore orders an incident's findings: higher catalogue rank, then worse severity, then
+// the one that started first.
+func (c *Context) causeBefore(a, b finding.Finding) bool {
+	if ra, rb := c.rank(a.ID), c.rank(b.ID); ra != rb {
+		return ra > rb
+	}
+	if a.Severity != b.Severity {
+		return a.Severity > b.Severity
+	}
+	if ta, tb := sinceOr(a), sinceOr(b); !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if a.Cluster != b.Cluster {
+		return a.Cluster < b.Cluster
+	}
+	return a.Object.String() < b.Object.String()
+}
+
+func sinceOr(f finding.Finding) time.Time {
+	if f.Since != nil {
+		return *f.Since
+	}
+	return time.Time{}
+}
+
+// affected names the cluster an incident is about: the downstream cluster it names in its
+// keys (agent:<fleet-namespace>/<name> or a cluster name), else the finding's cluster.
+func affected(inc finding.Incident) string {
+	for _, f := range append([]finding.Finding{inc.RootCause}, inc.Symptoms...) {
+		if f.Affects != "" {
+			return f.Affects
+		}
+	}
+	return inc.RootCause.Cluster
+}
+
+func (c *Context) fleetwide(incs []finding.Incident, fs []finding.Finding) ([]finding.Incident, []finding.Finding) {
+	minClusters := c.Thresholds.Int("fleet.fleetwideMinClusters")
+	type bucket struct {
+		idx      []int
+		clusters map[string]bool
+	}
+	buckets := map[string]*bucket{}
+	var keys []string
+	for i, inc := range incs {
+		sig := inc.RootCause.Signature
+		if sig == "" {
+			continue
+		}
+		k := inc.RootCause.ID + "\x00" + sig
+		b := buckets[k]
+		if b == nil {
+			b = &bucket{clusters: map[string]bool{}}
+			buckets[k] = b
+			keys = append(keys, k)
+		}
+		b.idx = append(b.idx, i)
+		b.clusters[affected(inc)] = true
+	}
+	merged := map[int]bool{}
+	var out []finding.Incident
+	for _, k := range keys {
+		b := buckets[k]
+		if len(b.clusters) < minClusters {
+			continue
+		}
+		first := incs[b.idx[0]].RootCause
+		names := make([]string, 0, len(b.clusters))
+		for n := range b.clusters {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var symptoms []finding.Finding
+		var since *time.Time
+		for _, i := range b.idx {
+			merged[i] = true
+			inc := incs[i]
+			symptoms = append(symptoms, inc.RootCause)
+			symptoms = append(symptoms, inc.Symptoms...)
+			if s := inc.RootCause.Since; s != nil && (since == nil || s.Before(*since)) {
+				since = s
+			}
+		}
+		fw := c.New("fleet/fleetwide-failure", nil, first.Object, fmt.Sprintf("%d clusters fail the same way (%s): %s", len(names), first.ID, first.Summary))
+		if m := c.Snap.Management(); len(m) > 0 {
+			fw.Cluster = m[0].Name
+		}
+		if len(names) <= 20 {
+			fw.Summary = fmt.Sprintf("%d clusters fail the same way (%s on %s)", len(names), first.ID, strings.Join(names, ", "))
+		}
+		fw.Since = since
+		fw.Evidence = append(fw.Evidence, finding.Evidence{Source: "signature", Text: first.Signature})
+		for _, i := range b.idx {
+			r := incs[i].RootCause
+			fw.Evidence = append(fw.Evidence, finding.Evidence{Source: affected(incs[i]), Text: r.Summary})
+		}
+		fs = append(fs, fw)
+		sort.SliceStable(symptoms, func(i, j int) bool { return c.causeBefore(symptoms[i], symptoms[j]) })
+		out = append(out, finding.Incident{RootCause: fw, Symptoms: symptoms})
+	}
+	for i, inc := range incs {
+		if !merged[i] {
+			out = append(out, inc)
+		}
+	}
+	SortFindings(fs)
+	return out, fs
+}

@@ -1,0 +1,28 @@
+package check
+
+// All is the registry: every check unstick runs, in one explicit list. A new check is added
+// here, nowhere else.
+func All() []Check {
+	return []Check{
+		// Fleet, read on the management cluster.
+		fleetAgentUpgrade,
+		fleetAgentHeartbeat,
+		fleetRegistration,
+		fleetBundles,
+		fleetContent,
+		// Helm release storage, on every cluster.
+		helmReleases,
+		// Pods and workloads in the agent, SUC and system namespaces.
+		podScheduling,
+		podContainers,
+		podTerminating,
+		workloadCreate,
+		workloadRollout,
+		// What agents say in their logs and events.
+		agentLogs,
+		// CRDs and clocks.
+		crdMissing,
+		crdVersions,
+		clockSkew,
+	}
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unstick-dev/unstick/internal/catalog"
+)
+
+type explainOptions struct {
+	s       Streams
+	id      string
+	catalog string
+}
+
+func newExplainCmd(s Streams) *cobra.Command {
+	o := &explainOptions{s: s}
+	cmd := &cobra.Command{
+		Use:   "explain [ID]",
+		Short: "Explain a finding: what it means, how it is detected, and its fix ladder",
+		Long: `Without an ID, lists every finding ID of the catalogue with its severity and title.
+With an ID, prints the catalogue entry: the explanation, the detection rule and its
+thresholds, and the fix ladder from the lowest-risk rung up, with the equivalent kubectl
+and helm commands.`,
+		Example: `  unstick explain
+  unstick explain helm/release-pending
+  unstick explain suc/image-missing`,
+		Args: cobra.MaximumNArgs(1),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			c, err := catalog.Load()
+			if err != nil || len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return c.IDs(), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.id = args[0]
+			}
+			return o.run()
+		},
+	}
+	cmd.Flags().StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
+	return cmd
+}
+
+func (o *explainOptions) run() error {
+	cat, err := catalog.LoadWithOverrides(o.catalog)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if o.id == "" {
+		return listCatalog(o.s.Out, cat)
+	}
+	e, ok := cat.Get(o.id)
+	if !ok {
+		msg := fmt.Sprintf("unknown finding ID %q", o.id)
+		if s := cat.Suggest(o.id); len(s) > 0 {
+			msg += "; did you mean: " + strings.Join(s, ", ") + "?"
+		}
+		return usageErrorf("%s (run 'unstick explain' for the list)", msg)
+	}
+	return printEntry(o.s.Out, e)
+}
+
+func listCatalog(w io.Writer, cat *catalog.Catalog) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-34s %-9s %s\n", "ID", "SEVERITY", "TITLE")
+	for _, id := range cat.IDs() {
+		e, _ := cat.Get(id)
+		fmt.Fprintf(&b, "%-34s %-9s %s\n", id, e.Severity, e.Title)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func printEntry(w io.Writer, e *catalog.Entry) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s — %s\nSeverity: %s\n\n", e.ID, e.Title, e.Severity)
+	fmt.Fprintf(&b, "WHAT IT MEANS\n%s\n\n", indent(strings.TrimSpace(e.Explanation), "  "))
+	fmt.Fprintf(&b, "HOW IT IS DETECTED\n%s\n", indent(strings.TrimSpace(e.Detection), "  "))
+	if len(e.Thresholds) > 0 {
+		b.WriteString("\nTHRESHOLDS (override with --threshold NAME=VALUE)\n")
+		for _, t := range e.Thresholds {
+			fmt.Fprintf(&b, "  %s = %s\n      %s\n", t.Name, t.Default, t.Description)
+		}
+	}
+	b.WriteString("\nFIX LADDER (lowest risk first; unstick fix never goes above --max-risk)\n")
+	for i, r := range e.Ladder {
+		risk := r.Risk
+		if risk == "" {
+			risk = "none"
+		}
+		fmt.Fprintf(&b, "  %d. %s (risk: %s)\n%s\n", i+1, r.Rung, risk, indent(strings.TrimSpace(r.Action), "     "))
+		for _, c := range r.Commands {
+			fmt.Fprintf(&b, "       $ %s\n", c)
+		}
+	}
+	if len(e.References) > 0 {
+		b.WriteString("\nREFERENCES\n")
+		for _, r := range e.References {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,133 @@
+// Package finding holds the result types every check produces and every report renders.
+// Their JSON form is the stable, versioned output of `unstick scan -o json` (SPEC §2.2).
+package finding
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Severity orders findings; the zero value is invalid on purpose.
+type Severity int
+
+const (
+	Info Severity = iota + 1
+	Warning
+	Error
+	Critical
+)
+
+var severityNames = map[Severity]string{Info: "info", Warning: "warning", Error: "error", Critical: "critical"}
+
+func (s Severity) String() string {
+	if n, ok := severityNames[s]; ok {
+		return n
+	}
+	return "unknown"
+}
+
+// ParseSeverity accepts the lower-case names used in flags, the catalogue and JSON.
+func ParseSeverity(s string) (Severity, error) {
+	for k, v := range severityNames {
+		if strings.EqualFold(v, s) {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q (want critical, error, warning or info)", s)
+}
+
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+func (s *Severity) UnmarshalText(b []byte) error {
+	v, err := ParseSeverity(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// ObjectRef names the Kubernetes object a finding is about.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+func (o ObjectRef) String() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// Evidence is one quoted fact: where it was read and what it said.
+type Evidence struct {
+	Source string `json:"source"`
+	Text   string `json:"text"`
+}
+
+// Step is one rung of a fix ladder as printed with a finding.
+type Step struct {
+	Rung     string   `json:"rung"`
+	Action   string   `json:"action"`
+	Risk     string   `json:"risk,omitempty"`
+	Commands []string `json:"commands,omitempty"`
+}
+
+// Finding is one judged fact about one object on one cluster.
+type Finding struct {
+	ID          string     `json:"id"`
+	Severity    Severity   `json:"severity"`
+	Cluster     string     `json:"cluster"`
+	Object      ObjectRef  `json:"object"`
+	Summary     string     `json:"summary"`
+	Evidence    []Evidence `json:"evidence"`
+	Since       *time.Time `json:"since,omitempty"`
+	Remediation []Step     `json:"remediation"`
+
+	// Keys tie findings about one stuck upgrade together (e.g. "agent:<cluster>"):
+	// findings sharing a key end up in one incident. Not part of the output.
+	Keys []string `json:"-"`
+	// Signature is the cluster-independent shape of the failure, used to spot the
+	// same failure on many clusters at once. Not part of the output.
+	Signature string `json:"-"`
+	// Affects names the downstream cluster a management-side finding is about.
+	Affects string `json:"affects,omitempty"`
+}
+
+// Incident groups the findings of one stuck upgrade, root cause first.
+type Incident struct {
+	RootCause Finding   `json:"rootCause"`
+	Symptoms  []Finding `json:"symptoms"`
+}
+
+// ScanError is a check, file or object that could not be read or judged.
+type ScanError struct {
+	Cluster string `json:"cluster,omitempty"`
+	Check   string `json:"check,omitempty"`
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Message string `json:"message"`
+}
+
+func (e ScanError) String() string {
+	var b strings.Builder
+	if e.Cluster != "" {
+		b.WriteString("[" + e.Cluster + "] ")
+	}
+	if e.Check != "" {
+		b.WriteString("check " + e.Check + ": ")
+	}
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}

@@ -1,0 +1,156 @@
+// Package helmrelease decodes Helm v3 release records from their storage Secrets into a small
+// typed view. The payload (chart, values, manifest) never leaves this package: only the metadata
+// an operator needs to judge a stuck upgrade does.
+package helmrelease
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/release"
+)
+
+// SecretType is the type Helm gives its release storage Secrets.
+const SecretType = "helm.sh/release.v1"
+
+// SecretPrefix starts every Helm v3 release Secret name: sh.helm.release.v1.<name>.v<rev>.
+const SecretPrefix = "sh.helm.release.v1."
+
+// maxPayload bounds a decompressed release record (Helm's own limit on a Secret is 1 MiB
+// compressed; a gzip bomb must not eat the scanner's memory).
+const maxPayload = 64 << 20
+
+// Release is what unstick knows of one revision of one release.
+type Release struct {
+	Name          string
+	Namespace     string
+	Revision      int
+	Status        string // deployed, superseded, failed, pending-install, pending-upgrade, pending-rollback, uninstalling, uninstalled, unknown
+	Chart         string
+	ChartVersion  string
+	AppVersion    string
+	FirstDeployed time.Time
+	LastDeployed  time.Time
+	ModifiedAt    time.Time // the storage label modifiedAt (Helm >= 3.13)
+	Description   string
+	SecretName    string
+	// PayloadError is set when the record could not be decoded; the fields above then come
+	// from the Secret's labels only.
+	PayloadError error
+}
+
+// IsPending reports a pending-install, pending-upgrade or pending-rollback revision.
+func (r *Release) IsPending() bool { return strings.HasPrefix(r.Status, "pending-") }
+
+// Since is the best time this revision entered its status: the record's last deployment
+// time, else the storage label modifiedAt.
+func (r *Release) Since() time.Time {
+	if !r.LastDeployed.IsZero() {
+		return r.LastDeployed
+	}
+	return r.ModifiedAt
+}
+
+// FromSecret builds a Release from a Secret's name, namespace, labels and data["release"].
+// data is the value as it appears in the Secret object's data map after the API's own base64
+// has been removed by the decoder (so Helm's base64(gzip(json))); an extra base64 layer, as
+// seen when a YAML dump is read without decoding, is tolerated.
+func FromSecret(name, namespace string, labels map[string]string, data []byte) *Release {
+	r := fromLabels(name, namespace, labels)
+	rel, err := Decode(data)
+	if err != nil {
+		r.PayloadError = err
+		return r
+	}
+	r.Name = rel.Name
+	if rel.Namespace != "" {
+		r.Namespace = rel.Namespace
+	}
+	r.Revision = rel.Version
+	if rel.Info != nil {
+		r.Status = rel.Info.Status.String()
+		r.Description = rel.Info.Description
+		r.FirstDeployed = rel.Info.FirstDeployed.Time
+		r.LastDeployed = rel.Info.LastDeployed.Time
+	}
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		r.Chart = rel.Chart.Metadata.Name
+		r.ChartVersion = rel.Chart.Metadata.Version
+		r.AppVersion = rel.Chart.Metadata.AppVersion
+	}
+	// The label is what `helm` and Fleet query by; when the two disagree the record wins,
+	// as Helm's own storage driver decodes the record.
+	return r
+}
+
+func fromLabels(name, namespace string, labels map[string]string) *Release {
+	r := &Release{Name: labels["name"], Namespace: namespace, Status: labels["status"], SecretName: name}
+	if v, err := strconv.Atoi(labels["version"]); err == nil {
+		r.Revision = v
+	}
+	if r.Name == "" || r.Revision == 0 {
+		// Fall back to the Secret name: sh.helm.release.v1.<name>.v<rev>
+		rest := strings.TrimPrefix(name, SecretPrefix)
+		if i := strings.LastIndex(rest, ".v"); i > 0 {
+			if r.Name == "" {
+				r.Name = rest[:i]
+			}
+			if v, err := strconv.Atoi(rest[i+2:]); err == nil && r.Revision == 0 {
+				r.Revision = v
+			}
+		}
+	}
+	if s, err := strconv.ParseInt(labels["modifiedAt"], 10, 64); err == nil {
+		r.ModifiedAt = time.Unix(s, 0).UTC()
+	}
+	return r
+}
+
+var gzipMagic = []byte{0x1f, 0x8b, 0x08}
+
+// Decode turns Helm's stored form back into a release record: base64 → gzip → JSON, with one
+// more base64 layer tolerated, and uncompressed JSON accepted (Helm only gzips when it can).
+func Decode(data []byte) (*release.Release, error) {
+	b := bytes.TrimSpace(data)
+	if len(b) == 0 {
+		return nil, fmt.Errorf("empty release payload")
+	}
+	for layer := 0; layer < 3 && !bytes.HasPrefix(b, gzipMagic) && !looksJSON(b); layer++ {
+		d, err := base64.StdEncoding.DecodeString(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("release payload is not base64 (layer %d): %w", layer+1, err)
+		}
+		b = bytes.TrimSpace(d)
+	}
+	if bytes.HasPrefix(b, gzipMagic) {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("release payload: gzip: %w", err)
+		}
+		d, err := io.ReadAll(io.LimitReader(zr, maxPayload+1))
+		if err != nil {
+			return nil, fmt.Errorf("release payload: gzip: %w", err)
+		}
+		if len(d) > maxPayload {
+			return nil, fmt.Errorf("release payload larger than %d MiB decompressed", maxPayload>>20)
+		}
+		b = d
+	}
+	var rel release.Release
+	if err := json.Unmarshal(b, &rel); err != nil {
+		return nil, fmt.Errorf("release payload: JSON: %w", err)
+	}
+	if rel.Name == "" && rel.Version == 0 && rel.Info == nil {
+		return nil, fmt.Errorf("release payload holds no release record")
+	}
+	return &rel, nil
+}
+
+func looksJSON(b []byte) bool { return len(b) > 0 && b[0] == '{' }

@@ -1,0 +1,167 @@
+// Package report renders a scan's result: table, json, yaml and markdown. The JSON shape is
+// the stable, versioned API of SPEC §2.2.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// SchemaVersion versions the JSON/YAML output.
+const SchemaVersion = "1"
+
+// Report is everything a scan tells.
+type Report struct {
+	SchemaVersion string              `json:"schemaVersion"`
+	EvaluatedAt   time.Time           `json:"evaluatedAt"`
+	Clusters      []Cluster           `json:"clusters"`
+	Incidents     []finding.Incident  `json:"incidents"`
+	Findings      []finding.Finding   `json:"findings"`
+	Errors        []finding.ScanError `json:"errors"`
+	Skipped       []snapshot.Skipped  `json:"skipped,omitempty"`
+}
+
+// Cluster is one scanned cluster's line in the report.
+type Cluster struct {
+	Name         string `json:"name"`
+	Role         string `json:"role"`
+	FleetCluster string `json:"fleetCluster,omitempty"`
+	Server       string `json:"server,omitempty"`
+	Objects      int    `json:"objects"`
+	Findings     int    `json:"findings"`
+	Worst        string `json:"worstSeverity,omitempty"`
+}
+
+// New assembles a report; slices are never nil so JSON shows [] rather than null.
+func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs []finding.Finding, errs []finding.ScanError) *Report {
+	r := &Report{SchemaVersion: SchemaVersion, EvaluatedAt: now.UTC(), Incidents: incidents, Findings: fs, Skipped: s.Skipped}
+	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
+	for _, c := range s.Clusters {
+		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: objectCount(c)}
+		var worst finding.Severity
+		for _, f := range fs {
+			if f.Cluster == c.Name {
+				rc.Findings++
+				worst = max(worst, f.Severity)
+			}
+		}
+		if worst > 0 {
+			rc.Worst = worst.String()
+		}
+		r.Clusters = append(r.Clusters, rc)
+	}
+	r.normalise()
+	return r
+}
+
+func objectCount(c *snapshot.Cluster) int {
+	return len(c.Namespaces) + len(c.Nodes) + len(c.Pods) + len(c.Events) + len(c.ConfigMaps) + len(c.Secrets) +
+		len(c.ResourceQuotas) + len(c.Deployments) + len(c.ReplicaSets) + len(c.DaemonSets) + len(c.Jobs) + len(c.CRDs) +
+		len(c.FleetClusters) + len(c.Bundles) + len(c.BundleDeployments) + len(c.ClusterRegistrations) + len(c.Contents) + len(c.Other)
+}
+
+func (r *Report) normalise() {
+	if r.Clusters == nil {
+		r.Clusters = []Cluster{}
+	}
+	if r.Incidents == nil {
+		r.Incidents = []finding.Incident{}
+	}
+	if r.Findings == nil {
+		r.Findings = []finding.Finding{}
+	}
+	if r.Errors == nil {
+		r.Errors = []finding.ScanError{}
+	}
+	fix := func(f *finding.Finding) {
+		if f.Evidence == nil {
+			f.Evidence = []finding.Evidence{}
+		}
+		if f.Remediation == nil {
+			f.Remediation = []finding.Step{}
+		}
+	}
+	for i := range r.Findings {
+		fix(&r.Findings[i])
+	}
+	for i := range r.Incidents {
+		fix(&r.Incidents[i].RootCause)
+		if r.Incidents[i].Symptoms == nil {
+			r.Incidents[i].Symptoms = []finding.Finding{}
+		}
+		for j := range r.Incidents[i].Symptoms {
+			fix(&r.Incidents[i].Symptoms[j])
+		}
+	}
+}
+
+// Worst is the highest severity among the findings (0 when there are none).
+func (r *Report) Worst() finding.Severity {
+	var w finding.Severity
+	for _, f := range r.Findings {
+		w = max(w, f.Severity)
+	}
+	return w
+}
+
+// Formats lists the output formats, in the order --help shows them.
+var Formats = []string{"table", "json", "yaml", "markdown"}
+
+// Options tune rendering.
+type Options struct {
+	Color bool // ANSI colour in the table
+	Width int  // table width; 0 means 100
+}
+
+// Render writes r in format.
+func Render(w io.Writer, r *Report, format string, o Options) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(r)
+	case "yaml":
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		y, err := yaml.JSONToYAML(b)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(y)
+		return err
+	case "markdown", "md":
+		return renderMarkdown(w, r)
+	case "table", "":
+		return renderTable(w, r, o)
+	}
+	return fmt.Errorf("unknown output format %q (want one of %v)", format, Formats)
+}
+
+// countBySeverity counts incidents by their root cause's severity, worst first.
+func countBySeverity(incs []finding.Incident) []string {
+	n := map[finding.Severity]int{}
+	for _, i := range incs {
+		n[i.RootCause.Severity]++
+	}
+	var sevs []finding.Severity
+	for s := range n {
+		sevs = append(sevs, s)
+	}
+	sort.Slice(sevs, func(i, j int) bool { return sevs[i] > sevs[j] })
+	var out []string
+	for _, s := range sevs {
+		out = append(out, fmt.Sprintf("%d %s", n[s], s))
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+)
+
+const (
+	ansiReset  = "\x1b[0m"
+	ansiBold   = "\x1b[1m"
+	ansiDim    = "\x1b[2m"
+	ansiRed    = "\x1b[31m"
+	ansiYellow = "\x1b[33m"
+	ansiCyan   = "\x1b[36m"
+)
+
+type tableWriter struct {
+	w     io.Writer
+	color bool
+	width int
+	now   time.Time
+	err   error
+}
+
+func (t *tableWriter) printf(format string, args ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format, args...)
+	}
+}
+
+func (t *tableWriter) paint(code, s string) string {
+	if !t.color {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (t *tableWriter) sev(s finding.Severity) string {
+	label := fmt.Sprintf("%-8s", strings.ToUpper(s.String()))
+	switch s {
+	case finding.Critical:
+		return t.paint(ansiBold+ansiRed, label)
+	case finding.Error:
+		return t.paint(ansiRed, label)
+	case finding.Warning:
+		return t.paint(ansiYellow, label)
+	}
+	return t.paint(ansiCyan, label)
+}
+
+// wrap writes text indented, folded to the table width.
+func (t *tableWriter) wrap(indent, text string) {
+	width := t.width - len(indent)
+	if width < 20 {
+		width = 20
+	}
+	for _, para := range strings.Split(text, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			for len(word) > width {
+				if line != "" {
+					t.printf("%s%s\n", indent, line)
+					line = ""
+				}
+				t.printf("%s%s\n", indent, word[:width])
+				word = word[width:]
+			}
+			switch {
+			case line == "":
+				line = word
+			case len(line)+1+len(word) <= width:
+				line += " " + word
+			default:
+				t.printf("%s%s\n", indent, line)
+				line = word
+			}
+		}
+		if line != "" {
+			t.printf("%s%s\n", indent, line)
+		}
+	}
+}
+
+func renderTable(w io.Writer, r *Report, o Options) error {
+	t := &tableWriter{w: w, color: o.Color, width: o.Width, now: r.EvaluatedAt}
+	if t.width <= 0 {
+		t.width = 100
+	}
+	t.printf("%s %d clusters, %d incidents, %d findings, %d errors (evaluated at %s)\n",
+		t.paint(ansiBold, "unstick scan:"), len(r.Clusters), len(r.Incidents), len(r.Findings), len(r.Errors), r.EvaluatedAt.Format(time.RFC3339))
+	if len(r.Incidents) == 0 {
+		t.printf("\nNo stuck upgrades found.\n")
+	} else {
+		t.printf("\n%s (%s)\n", t.paint(ansiBold, "INCIDENTS"), strings.Join(countBySeverity(r.Incidents), ", "))
+		for i, inc := range r.Incidents {
+			t.incident(i+1, inc)
+		}
+	}
+	t.clusters(r)
+	if len(r.Errors) > 0 {
+		t.printf("\n%s\n", t.paint(ansiBold, "ERRORS (the scan went on)"))
+		for _, e := range r.Errors {
+			t.wrap("  ", "- "+e.String())
+		}
+	}
+	if len(r.Skipped) > 0 {
+		t.printf("\n%s\n", t.paint(ansiBold, fmt.Sprintf("SKIPPED %d files that hold no Kubernetes object", len(r.Skipped))))
+		for i, s := range r.Skipped {
+			if i == 10 {
+				t.printf("  … and %d more (see -o json)\n", len(r.Skipped)-10)
+				break
+			}
+			t.wrap("  ", "- "+s.File+": "+s.Reason)
+		}
+	}
+	return t.err
+}
+
+func (t *tableWriter) incident(n int, inc finding.Incident) {
+	rc := inc.RootCause
+	t.printf("\n%s %s %s  %s\n", t.paint(ansiBold, fmt.Sprintf("%2d.", n)), t.sev(rc.Severity), t.paint(ansiBold, rc.ID), clusterLabel(rc))
+	t.wrap("    ", rc.Summary)
+	t.printf("    %s %s\n", t.paint(ansiDim, "object:"), rc.Object.String())
+	for i, e := range rc.Evidence {
+		if i == 4 {
+			t.printf("    %s\n", t.paint(ansiDim, fmt.Sprintf("(+%d more evidence, see -o json)", len(rc.Evidence)-4)))
+			break
+		}
+		t.wrap("      ", "• "+e.Text+"  ["+e.Source+"]")
+	}
+	if len(inc.Symptoms) > 0 {
+		t.printf("    %s\n", t.paint(ansiDim, "symptoms:"))
+		for i, s := range inc.Symptoms {
+			if i == 8 {
+				t.printf("      … and %d more\n", len(inc.Symptoms)-8)
+				break
+			}
+			t.wrap("      ", "- "+s.ID+" "+clusterLabel(s)+": "+s.Summary)
+		}
+	}
+	if step, ok := nextStep(rc); ok {
+		t.printf("    %s\n", t.paint(ansiDim, "next safe step ("+step.Rung+"):"))
+		t.wrap("      ", step.Action)
+		for _, c := range step.Commands {
+			t.wrap("        ", "$ "+c)
+		}
+		t.printf("    %s\n", t.paint(ansiDim, "full ladder: unstick explain "+rc.ID))
+	}
+}
+
+// nextStep is the first rung of the ladder that changes something, else the first rung.
+func nextStep(f finding.Finding) (finding.Step, bool) {
+	for _, s := range f.Remediation {
+		if s.Rung != "observe" {
+			return s, true
+		}
+	}
+	if len(f.Remediation) > 0 {
+		return f.Remediation[0], true
+	}
+	return finding.Step{}, false
+}
+
+func clusterLabel(f finding.Finding) string {
+	l := "[" + f.Cluster + "]"
+	if f.Affects != "" && f.Affects != f.Cluster {
+		l = "[" + f.Cluster + " → " + f.Affects + "]"
+	}
+	return l
+}
+
+func (t *tableWriter) clusters(r *Report) {
+	if len(r.Clusters) == 0 {
+		return
+	}
+	t.printf("\n%s\n", t.paint(ansiBold, "CLUSTERS"))
+	t.printf("  %-24s %-11s %8s %9s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "WORST")
+	for _, c := range r.Clusters {
+		worst := c.Worst
+		if worst == "" {
+			worst = "ok"
+		}
+		t.printf("  %-24s %-11s %8d %9d  %s\n", trunc(c.Name, 24), c.Role, c.Objects, c.Findings, worst)
+	}
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

@@ -1,0 +1,546 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/helmrelease"
+)
+
+// ClusterInfo is what a source knows of a cluster before reading its objects.
+type ClusterInfo struct {
+	Name         string
+	Role         Role // empty: decided from the objects
+	Server       string
+	FleetCluster string // namespace/name of its Fleet Cluster, if known
+}
+
+// Builder collects objects from a source and produces a Snapshot. Add* may be called from
+// several goroutines.
+type Builder struct {
+	mu          sync.Mutex
+	clusters    map[string]*Cluster
+	infos       map[string]ClusterInfo
+	collectedAt time.Time
+	newest      time.Time
+	errors      []finding.ScanError
+	skipped     []Skipped
+}
+
+// NewBuilder starts an empty snapshot.
+func NewBuilder() *Builder {
+	return &Builder{clusters: map[string]*Cluster{}, infos: map[string]ClusterInfo{}}
+}
+
+// SetCollectedAt records when the source was read.
+func (b *Builder) SetCollectedAt(t time.Time) { b.mu.Lock(); b.collectedAt = t; b.mu.Unlock() }
+
+// DeclareCluster records what is known of a cluster (from metadata or a kubeconfig context).
+func (b *Builder) DeclareCluster(info ClusterInfo) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.infos[info.Name] = info
+	b.cluster(info.Name)
+}
+
+// Error records something that could not be read; the scan goes on.
+func (b *Builder) Error(e finding.ScanError) {
+	b.mu.Lock()
+	b.errors = append(b.errors, e)
+	b.mu.Unlock()
+}
+
+// Skip records a file that held no Kubernetes object.
+func (b *Builder) Skip(file, reason string) {
+	b.mu.Lock()
+	b.skipped = append(b.skipped, Skipped{File: file, Reason: reason})
+	b.mu.Unlock()
+}
+
+// MarkCRDsCollected says that the source listed this cluster's CRDs.
+func (b *Builder) MarkCRDsCollected(cluster string) {
+	b.mu.Lock()
+	b.cluster(cluster).CRDsCollected = true
+	b.mu.Unlock()
+}
+
+func (b *Builder) cluster(name string) *Cluster {
+	c := b.clusters[name]
+	if c == nil {
+		c = &Cluster{Name: name, Logs: map[string]*Log{}, sources: map[string]string{}, objIndex: map[string]any{}, contentIx: map[string]bool{}}
+		b.clusters[name] = c
+	}
+	return c
+}
+
+// Header is the part of any object that says what it is.
+type Header struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Items []json.RawMessage `json:"items"`
+}
+
+// IsObject reports whether h names a Kubernetes object (or a list of them).
+func (h *Header) IsObject() bool { return h.APIVersion != "" && h.Kind != "" }
+
+// IsList reports a List object (kind List or *List with items).
+func (h *Header) IsList() bool {
+	return h.Kind == "List" || (strings.HasSuffix(h.Kind, "List") && h.Items != nil)
+}
+
+// AddJSON decodes one object (never a List: the caller expands those) of any kind into the
+// cluster's typed sets. src says where it came from, for evidence and errors.
+func (b *Builder) AddJSON(cluster, src string, h *Header, raw []byte) error {
+	obj, err := decodeTyped(h, raw)
+	if err != nil {
+		return fmt.Errorf("%s %s/%s: %w", h.Kind, h.Metadata.Namespace, h.Metadata.Name, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.cluster(cluster)
+	return b.addLocked(c, src, h, obj)
+}
+
+// AddLog records a container log tail.
+func (b *Builder) AddLog(cluster, namespace, pod, container string, previous bool, file string, lines []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.cluster(cluster)
+	k := LogKey(namespace, pod, container)
+	l := c.Logs[k]
+	if l == nil {
+		l = &Log{Namespace: namespace, Pod: pod, Container: container}
+		c.Logs[k] = l
+	}
+	if previous {
+		l.Previous, l.PreviousFile = lines, file
+	} else {
+		l.Current, l.CurrentFile = lines, file
+	}
+}
+
+type crdView struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     struct {
+		Group string `json:"group"`
+		Names struct {
+			Kind   string `json:"kind"`
+			Plural string `json:"plural"`
+		} `json:"names"`
+		Versions []struct {
+			Name    string `json:"name"`
+			Served  bool   `json:"served"`
+			Storage bool   `json:"storage"`
+		} `json:"versions"`
+	} `json:"spec"`
+	Status struct {
+		StoredVersions []string `json:"storedVersions"`
+	} `json:"status"`
+}
+
+// decodeTyped turns raw JSON into the type unstick keeps for its kind.
+func decodeTyped(h *Header, raw []byte) (any, error) {
+	group := h.APIVersion
+	if i := strings.Index(group, "/"); i >= 0 {
+		group = group[:i]
+	} else {
+		group = ""
+	}
+	var target any
+	switch group + "/" + h.Kind {
+	case "/Pod":
+		target = &corev1.Pod{}
+	case "/Node":
+		target = &corev1.Node{}
+	case "/Event":
+		target = &corev1.Event{}
+	case "events.k8s.io/Event":
+		var ev eventsv1.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, err
+		}
+		return coreEvent(&ev), nil
+	case "/Namespace":
+		target = &corev1.Namespace{}
+	case "/ConfigMap":
+		target = &corev1.ConfigMap{}
+	case "/Secret":
+		target = &corev1.Secret{}
+	case "/ResourceQuota":
+		target = &corev1.ResourceQuota{}
+	case "apps/Deployment":
+		target = &appsv1.Deployment{}
+	case "apps/ReplicaSet":
+		target = &appsv1.ReplicaSet{}
+	case "apps/DaemonSet":
+		target = &appsv1.DaemonSet{}
+	case "batch/Job":
+		target = &batchv1.Job{}
+	case "apiextensions.k8s.io/CustomResourceDefinition":
+		target = &crdView{}
+	case "fleet.cattle.io/Cluster":
+		target = &fleetv1.Cluster{}
+	case "fleet.cattle.io/Bundle":
+		target = &fleetv1.Bundle{}
+	case "fleet.cattle.io/BundleDeployment":
+		target = &fleetv1.BundleDeployment{}
+	case "fleet.cattle.io/ClusterRegistration":
+		target = &fleetv1.ClusterRegistration{}
+	case "fleet.cattle.io/Content":
+		return &fleetContent{name: h.Metadata.Name}, nil
+	default:
+		u := &Unstructured{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
+		if err := json.Unmarshal(raw, &u.Object); err != nil {
+			return nil, err
+		}
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+		}
+		return u, nil
+	}
+	if err := json.Unmarshal(raw, target); err != nil {
+		return nil, err
+	}
+	if m, ok := target.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return target, nil
+}
+
+type fleetContent struct{ name string }
+
+func coreEvent(ev *eventsv1.Event) *corev1.Event {
+	out := &corev1.Event{
+		ObjectMeta:          ev.ObjectMeta,
+		InvolvedObject:      ev.Regarding,
+		Reason:              ev.Reason,
+		Message:             ev.Note,
+		Type:                ev.Type,
+		EventTime:           ev.EventTime,
+		ReportingController: ev.ReportingController,
+		ReportingInstance:   ev.ReportingInstance,
+		Action:              ev.Action,
+		Count:               1,
+		FirstTimestamp:      ev.DeprecatedFirstTimestamp,
+		LastTimestamp:       ev.DeprecatedLastTimestamp,
+	}
+	if ev.Series != nil {
+		out.Count = ev.Series.Count
+		out.LastTimestamp = metav1.Time{Time: ev.Series.LastObservedTime.Time}
+	}
+	if ev.DeprecatedCount > 0 {
+		out.Count = ev.DeprecatedCount
+	}
+	return out
+}
+
+func (b *Builder) addLocked(c *Cluster, src string, h *Header, obj any) error {
+	ns, name := h.Metadata.Namespace, h.Metadata.Name
+	key := Key(h.Kind, ns, name)
+	if _, dup := c.objIndex[key]; dup {
+		// The same object twice (a dump and a list, say): the first copy wins.
+		return nil
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		c.Pods = append(c.Pods, o)
+	case *corev1.Node:
+		c.Nodes = append(c.Nodes, o)
+	case *corev1.Event:
+		c.Events = append(c.Events, o)
+	case *corev1.Namespace:
+		c.Namespaces = append(c.Namespaces, o)
+	case *corev1.ConfigMap:
+		o.Data = keysOnly(o.Data)
+		o.BinaryData = nil
+		c.ConfigMaps = append(c.ConfigMaps, o)
+	case *corev1.Secret:
+		if o.Type == helmrelease.SecretType || strings.HasPrefix(o.Name, helmrelease.SecretPrefix) {
+			r := helmrelease.FromSecret(o.Name, o.Namespace, o.Labels, o.Data["release"])
+			if r.PayloadError != nil {
+				b.errors = append(b.errors, finding.ScanError{Cluster: c.Name, File: src,
+					Message: fmt.Sprintf("Helm release Secret %s/%s: %v (using its labels only)", o.Namespace, o.Name, r.PayloadError)})
+			}
+			c.HelmReleases = append(c.HelmReleases, r)
+		}
+		for k := range o.Data {
+			o.Data[k] = nil // payloads never leave the loader
+		}
+		o.StringData = nil
+		c.Secrets = append(c.Secrets, o)
+	case *corev1.ResourceQuota:
+		c.ResourceQuotas = append(c.ResourceQuotas, o)
+	case *appsv1.Deployment:
+		c.Deployments = append(c.Deployments, o)
+	case *appsv1.ReplicaSet:
+		c.ReplicaSets = append(c.ReplicaSets, o)
+	case *appsv1.DaemonSet:
+		c.DaemonSets = append(c.DaemonSets, o)
+	case *batchv1.Job:
+		c.Jobs = append(c.Jobs, o)
+	case *crdView:
+		v := &CRD{Name: o.Metadata.Name, Group: o.Spec.Group, Kind: o.Spec.Names.Kind, Plural: o.Spec.Names.Plural, StoredVersions: o.Status.StoredVersions}
+		for _, ver := range o.Spec.Versions {
+			v.Versions = append(v.Versions, CRDVersion{Name: ver.Name, Served: ver.Served, Storage: ver.Storage})
+		}
+		c.CRDs = append(c.CRDs, v)
+		c.CRDsCollected = true
+		obj = v
+	case *fleetv1.Cluster:
+		c.FleetClusters = append(c.FleetClusters, o)
+	case *fleetv1.Bundle:
+		o.Spec.Resources = nil // payload: not needed, can be large
+		c.Bundles = append(c.Bundles, o)
+	case *fleetv1.BundleDeployment:
+		c.BundleDeployments = append(c.BundleDeployments, o)
+	case *fleetv1.ClusterRegistration:
+		c.ClusterRegistrations = append(c.ClusterRegistrations, o)
+	case *fleetContent:
+		c.Contents = append(c.Contents, o.name)
+		c.contentIx[o.name] = true
+	case *Unstructured:
+		c.Other = append(c.Other, o)
+	}
+	c.objIndex[key] = obj
+	c.sources[key] = src
+	return nil
+}
+
+func keysOnly(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = ""
+	}
+	return out
+}
+
+// Build finishes the snapshot: roles, Fleet matching, indexes, evaluation time.
+func (b *Builder) Build() *Snapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := &Snapshot{CollectedAt: b.collectedAt, Errors: b.errors, Skipped: b.skipped}
+	names := make([]string, 0, len(b.clusters))
+	for n := range b.clusters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := b.clusters[n]
+		info := b.infos[n]
+		c.Role, c.Server, c.FleetCluster = info.Role, info.Server, info.FleetCluster
+		if c.Role == "" {
+			c.Role = Downstream
+			if len(c.FleetClusters) > 0 {
+				c.Role = Management
+			}
+		}
+		c.indexEvents()
+		sortCluster(c)
+		s.Clusters = append(s.Clusters, c)
+	}
+	matchFleetClusters(s)
+	if s.CollectedAt.IsZero() {
+		s.CollectedAt = newestTimestamp(s)
+	}
+	sort.SliceStable(s.Errors, func(i, j int) bool { return s.Errors[i].String() < s.Errors[j].String() })
+	sort.SliceStable(s.Skipped, func(i, j int) bool { return s.Skipped[i].File < s.Skipped[j].File })
+	return s
+}
+
+func (c *Cluster) indexEvents() {
+	c.eventsBy = map[string][]*corev1.Event{}
+	for _, e := range c.Events {
+		k := Key(e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+		c.eventsBy[k] = append(c.eventsBy[k], e)
+	}
+	for _, evs := range c.eventsBy {
+		sort.SliceStable(evs, func(i, j int) bool { return EventTime(evs[i]).Before(EventTime(evs[j])) })
+	}
+}
+
+// EventTime is the latest time an event was seen.
+func EventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// EventFirstTime is the earliest time an event was seen.
+func EventFirstTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return EventTime(e)
+}
+
+func sortCluster(c *Cluster) {
+	byNsName := func(a, b metav1.Object) bool {
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		return a.GetName() < b.GetName()
+	}
+	sort.Slice(c.Pods, func(i, j int) bool { return byNsName(c.Pods[i], c.Pods[j]) })
+	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
+	sort.Slice(c.Deployments, func(i, j int) bool { return byNsName(c.Deployments[i], c.Deployments[j]) })
+	sort.Slice(c.FleetClusters, func(i, j int) bool { return byNsName(c.FleetClusters[i], c.FleetClusters[j]) })
+	sort.Slice(c.BundleDeployments, func(i, j int) bool { return byNsName(c.BundleDeployments[i], c.BundleDeployments[j]) })
+	sort.Slice(c.ClusterRegistrations, func(i, j int) bool { return byNsName(c.ClusterRegistrations[i], c.ClusterRegistrations[j]) })
+	sort.Slice(c.Jobs, func(i, j int) bool { return byNsName(c.Jobs[i], c.Jobs[j]) })
+	sort.Slice(c.CRDs, func(i, j int) bool { return c.CRDs[i].Name < c.CRDs[j].Name })
+	sort.Slice(c.HelmReleases, func(i, j int) bool {
+		a, b := c.HelmReleases[i], c.HelmReleases[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Revision < b.Revision
+	})
+}
+
+// Labels Rancher puts on the Fleet Clusters it creates.
+const (
+	LabelRancherClusterName = "management.cattle.io/cluster-name"
+	LabelRancherDisplayName = "management.cattle.io/cluster-display-name"
+)
+
+// matchFleetClusters ties each downstream cluster to its Fleet Cluster on a management cluster.
+func matchFleetClusters(s *Snapshot) {
+	var fleet []*fleetv1.Cluster
+	for _, m := range s.Management() {
+		fleet = append(fleet, m.FleetClusters...)
+	}
+	for _, c := range s.Clusters {
+		if c.FleetCluster != "" || c.Role == Management && len(c.FleetClusters) > 0 && !hasLocalAgent(c) {
+			continue
+		}
+		for _, fc := range fleet {
+			if fc.Name == c.Name || fc.Labels[LabelRancherDisplayName] == c.Name || fc.Labels[LabelRancherClusterName] == c.Name {
+				c.FleetCluster = fc.Namespace + "/" + fc.Name
+				break
+			}
+		}
+	}
+	// A management cluster managing itself: Rancher's and Fleet's "local" cluster.
+	for _, m := range s.Management() {
+		if m.FleetCluster != "" {
+			continue
+		}
+		for _, fc := range m.FleetClusters {
+			if fc.Name == "local" && fc.Namespace == "fleet-local" {
+				m.FleetCluster = "fleet-local/local"
+			}
+		}
+	}
+}
+
+func hasLocalAgent(c *Cluster) bool {
+	for _, fc := range c.FleetClusters {
+		if fc.Name == c.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// newestTimestamp is the evaluation time of a bundle without metadata: the newest time any
+// object records.
+func newestTimestamp(s *Snapshot) time.Time {
+	var t time.Time
+	see := func(x time.Time) {
+		if x.After(t) {
+			t = x
+		}
+	}
+	for _, c := range s.Clusters {
+		for _, e := range c.Events {
+			see(EventTime(e))
+		}
+		for _, p := range c.Pods {
+			see(p.CreationTimestamp.Time)
+			for _, cond := range p.Status.Conditions {
+				see(cond.LastTransitionTime.Time)
+			}
+			for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+				if cs.State.Running != nil {
+					see(cs.State.Running.StartedAt.Time)
+				}
+				if cs.State.Terminated != nil {
+					see(cs.State.Terminated.FinishedAt.Time)
+				}
+				if cs.LastTerminationState.Terminated != nil {
+					see(cs.LastTerminationState.Terminated.FinishedAt.Time)
+				}
+			}
+		}
+		for _, fc := range c.FleetClusters {
+			see(fc.Status.Agent.LastSeen.Time)
+			for _, cond := range fc.Status.Conditions {
+				see(parseTime(cond.LastUpdateTime))
+				see(parseTime(cond.LastTransitionTime))
+			}
+		}
+		for _, bd := range c.BundleDeployments {
+			for _, cond := range bd.Status.Conditions {
+				see(parseTime(cond.LastUpdateTime))
+				see(parseTime(cond.LastTransitionTime))
+			}
+		}
+		for _, r := range c.HelmReleases {
+			see(r.LastDeployed)
+			see(r.ModifiedAt)
+		}
+		for _, n := range c.Nodes {
+			for _, cond := range n.Status.Conditions {
+				see(cond.LastHeartbeatTime.Time)
+			}
+		}
+		for _, d := range c.Deployments {
+			for _, cond := range d.Status.Conditions {
+				see(cond.LastUpdateTime.Time)
+			}
+		}
+	}
+	return t
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// ParseTime reads the RFC 3339 strings Fleet's generic conditions use; zero if empty or bad.
+func ParseTime(s string) time.Time { return parseTime(s) }

@@ -1,0 +1,196 @@
+// Package snapshot is the immutable, indexed set of objects every check reads. Live clusters,
+// offline directories, tar.gz archives and Fleet's own dumps all become one of these; nothing
+// downstream knows where the objects came from.
+package snapshot
+
+import (
+	"sort"
+	"time"
+
+	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/helmrelease"
+)
+
+// Role says what a cluster is to Fleet.
+type Role string
+
+const (
+	Management Role = "management"
+	Downstream Role = "downstream"
+)
+
+// Snapshot is every cluster's objects plus what went wrong reading them.
+type Snapshot struct {
+	Clusters []*Cluster
+	// CollectedAt is when the objects were read (live: now; offline: the bundle's metadata,
+	// else the newest timestamp found in it). Zero if nothing told.
+	CollectedAt time.Time
+	Errors      []finding.ScanError
+	Skipped     []Skipped
+}
+
+// Skipped is a file that held no Kubernetes object.
+type Skipped struct {
+	File   string `json:"file"`
+	Reason string `json:"reason"`
+}
+
+// Cluster is one cluster's objects, typed where a check needs the type.
+type Cluster struct {
+	Name   string
+	Role   Role
+	Server string
+	// FleetCluster names the management cluster's Fleet Cluster object for this cluster
+	// (namespace/name), when it was matched.
+	FleetCluster string
+
+	Namespaces           []*corev1.Namespace
+	Nodes                []*corev1.Node
+	Pods                 []*corev1.Pod
+	Events               []*corev1.Event
+	ConfigMaps           []*corev1.ConfigMap // data values dropped: keys only
+	Secrets              []*corev1.Secret    // data values dropped: keys only
+	ResourceQuotas       []*corev1.ResourceQuota
+	Deployments          []*appsv1.Deployment
+	ReplicaSets          []*appsv1.ReplicaSet
+	DaemonSets           []*appsv1.DaemonSet
+	Jobs                 []*batchv1.Job
+	CRDs                 []*CRD
+	FleetClusters        []*fleetv1.Cluster
+	Bundles              []*fleetv1.Bundle
+	BundleDeployments    []*fleetv1.BundleDeployment
+	ClusterRegistrations []*fleetv1.ClusterRegistration
+	Contents             []string // names of fleet Content objects (payloads are not kept)
+	HelmReleases         []*helmrelease.Release
+	Other                []*Unstructured
+
+	// CRDsCollected is true when the source listed CRDs for this cluster, so an absent
+	// CRD means a missing CRD rather than an unread one.
+	CRDsCollected bool
+
+	// Logs by namespace/pod/container.
+	Logs map[string]*Log
+
+	sources   map[string]string // object key → file:line it was read from
+	eventsBy  map[string][]*corev1.Event
+	objIndex  map[string]any
+	contentIx map[string]bool
+}
+
+// CRD is what the checks need of a CustomResourceDefinition.
+type CRD struct {
+	Name           string
+	Group          string
+	Kind           string
+	Plural         string
+	Versions       []CRDVersion
+	StoredVersions []string
+}
+
+// CRDVersion is one version of a CRD.
+type CRDVersion struct {
+	Name    string
+	Served  bool
+	Storage bool
+}
+
+// Unstructured is an object of a kind no check has a type for.
+type Unstructured struct {
+	APIVersion, Kind, Namespace, Name string
+	Object                            map[string]any
+}
+
+// Log is the tail of one container's current and previous log.
+type Log struct {
+	Namespace, Pod, Container string
+	Current, Previous         []string
+	CurrentFile, PreviousFile string
+}
+
+// Key is the index key of an object: kind/namespace/name (namespace empty for cluster scope).
+func Key(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// LogKey is the index key of a container log.
+func LogKey(namespace, pod, container string) string { return namespace + "/" + pod + "/" + container }
+
+// Source returns where an object was read from ("file:line" or "live"), if known.
+func (c *Cluster) Source(kind, namespace, name string) string {
+	return c.sources[Key(kind, namespace, name)]
+}
+
+// Get returns the typed object of that kind/namespace/name, or nil.
+func (c *Cluster) Get(kind, namespace, name string) any {
+	return c.objIndex[Key(kind, namespace, name)]
+}
+
+// EventsFor returns the events whose involvedObject is kind/namespace/name, oldest first.
+func (c *Cluster) EventsFor(kind, namespace, name string) []*corev1.Event {
+	return c.eventsBy[Key(kind, namespace, name)]
+}
+
+// HasContent reports whether a Fleet Content object of that name was read.
+func (c *Cluster) HasContent(name string) bool { return c.contentIx[name] }
+
+// LogsFor returns the logs of one pod, by container name.
+func (c *Cluster) LogsFor(namespace, pod string) []*Log {
+	var out []*Log
+	for _, l := range c.Logs {
+		if l.Namespace == namespace && l.Pod == pod {
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Container < out[j].Container })
+	return out
+}
+
+// HasCRD reports whether a CRD of that name (plural.group) was read.
+func (c *Cluster) HasCRD(name string) bool {
+	return c.objIndex[Key("CustomResourceDefinition", "", name)] != nil
+}
+
+// Releases returns every revision of one Helm release, oldest first.
+func (c *Cluster) Releases(namespace, name string) []*helmrelease.Release {
+	var out []*helmrelease.Release
+	for _, r := range c.HelmReleases {
+		if r.Namespace == namespace && r.Name == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Cluster returns the named cluster, or nil.
+func (s *Snapshot) Cluster(name string) *Cluster {
+	for _, c := range s.Clusters {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Management returns the management clusters (those holding Fleet Cluster objects).
+func (s *Snapshot) Management() []*Cluster {
+	var out []*Cluster
+	for _, c := range s.Clusters {
+		if c.Role == Management {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ClusterForFleet returns the snapshot cluster matched to Fleet Cluster namespace/name, or nil.
+func (s *Snapshot) ClusterForFleet(nsName string) *Cluster {
+	for _, c := range s.Clusters {
+		if c.FleetCluster == nsName {
+			return c
+		}
+	}
+	return nil
+}

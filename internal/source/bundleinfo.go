@@ -1,0 +1,66 @@
+package source
+
+import (
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// BundleInfoFile is the metadata file at the root of a bundle (docs/bundle-format.md).
+const BundleInfoFile = "unstick-bundle.yaml"
+
+// BundleInfoKind and BundleInfoAPIVersion identify the metadata document.
+const (
+	BundleInfoKind       = "BundleInfo"
+	BundleInfoAPIVersion = "unstick.dev/v1alpha1"
+)
+
+// BundleInfo is the collection metadata `unstick collect` writes.
+type BundleInfo struct {
+	APIVersion  string              `json:"apiVersion"`
+	Kind        string              `json:"kind"`
+	CollectedAt time.Time           `json:"collectedAt"`
+	Collector   string              `json:"collector,omitempty"`
+	Clusters    []BundleInfoCluster `json:"clusters,omitempty"`
+	Redacted    []string            `json:"redacted,omitempty"`
+}
+
+// BundleInfoCluster describes one cluster of a bundle.
+type BundleInfoCluster struct {
+	Name         string        `json:"name"`
+	Role         snapshot.Role `json:"role,omitempty"`
+	Server       string        `json:"server,omitempty"`
+	Context      string        `json:"context,omitempty"`
+	FleetCluster string        `json:"fleetCluster,omitempty"`
+}
+
+// ParseBundleInfo reads and validates a metadata document.
+func ParseBundleInfo(b []byte) (*BundleInfo, error) {
+	var bi BundleInfo
+	if err := yaml.UnmarshalStrict(b, &bi); err != nil {
+		return nil, err
+	}
+	if bi.Kind != BundleInfoKind {
+		return nil, fmt.Errorf("kind is %q, want %s", bi.Kind, BundleInfoKind)
+	}
+	for i, c := range bi.Clusters {
+		if c.Name == "" {
+			return nil, fmt.Errorf("clusters[%d]: name is required", i)
+		}
+		switch c.Role {
+		case "", snapshot.Management, snapshot.Downstream:
+		default:
+			return nil, fmt.Errorf("clusters[%d] (%s): role %q is not management or downstream", i, c.Name, c.Role)
+		}
+	}
+	return &bi, nil
+}
+
+// Marshal renders the metadata document.
+func (bi *BundleInfo) Marshal() ([]byte, error) {
+	bi.APIVersion, bi.Kind = BundleInfoAPIVersion, BundleInfoKind
+	return yaml.Marshal(bi)
+}

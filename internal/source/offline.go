@@ -1,0 +1,570 @@
+// Package source turns where objects live — an offline bundle (directory or tar.gz) or live
+// clusters — into one snapshot.
+package source
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// Limits bound what an offline bundle may make unstick read.
+type Limits struct {
+	MaxFileBytes  int64 // one file
+	MaxTotalBytes int64 // the whole bundle, uncompressed
+	MaxFiles      int
+	MaxLogLines   int // the tail kept of each container log
+	MaxLineBytes  int // a longer log line is cut
+}
+
+// DefaultLimits are generous for real bundles and small for hostile ones.
+var DefaultLimits = Limits{
+	MaxFileBytes:  256 << 20,
+	MaxTotalBytes: 4 << 30,
+	MaxFiles:      500_000,
+	MaxLogLines:   5000,
+	MaxLineBytes:  16 << 10,
+}
+
+// Offline reads a bundle from a directory or a .tar.gz/.tgz file.
+type Offline struct {
+	Path   string
+	Limits Limits
+	// Progress, if set, is told how many files were read so far.
+	Progress func(files int)
+}
+
+type entry struct {
+	rel  string // slash-separated path relative to the bundle root
+	data []byte
+	open func() ([]byte, error)
+}
+
+// Load reads the whole bundle into a snapshot. Problems with single files are recorded in
+// the snapshot's errors; only an unreadable bundle is an error.
+func (o *Offline) Load(ctx context.Context) (*snapshot.Snapshot, error) {
+	lim := o.Limits
+	if lim.MaxFiles == 0 {
+		lim = DefaultLimits
+	}
+	fi, err := os.Stat(o.Path)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle: %w", err)
+	}
+	var entries []entry
+	if fi.IsDir() {
+		entries, err = listDir(o.Path, lim)
+	} else {
+		entries, err = readTarGz(o.Path, lim)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("bundle %s holds no files", o.Path)
+	}
+	entries = stripCommonRoot(entries)
+	l := &loader{b: snapshot.NewBuilder(), lim: lim, base: baseName(o.Path)}
+	return l.load(ctx, entries, o.Progress)
+}
+
+func baseName(p string) string {
+	b := filepath.Base(filepath.Clean(p))
+	for _, ext := range []string{".tar.gz", ".tgz"} {
+		b = strings.TrimSuffix(b, ext)
+	}
+	return b
+}
+
+func listDir(root string, lim Limits) ([]entry, error) {
+	var out []entry
+	var total int64
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("reading bundle: %w", err)
+		}
+		if !d.Type().IsRegular() {
+			return nil // directories, and symlinks: never followed
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if len(out) >= lim.MaxFiles {
+			return fmt.Errorf("bundle %s has more than %d files", root, lim.MaxFiles)
+		}
+		total += info.Size()
+		if total > lim.MaxTotalBytes {
+			return fmt.Errorf("bundle %s is larger than %d MiB", root, lim.MaxTotalBytes>>20)
+		}
+		size := info.Size()
+		full := p
+		out = append(out, entry{rel: rel, open: func() ([]byte, error) {
+			if size > lim.MaxFileBytes {
+				return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
+			}
+			return os.ReadFile(full)
+		}})
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, err
+}
+
+func readTarGz(file string, lim Limits) ([]entry, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle: %w", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s is neither a directory nor a .tar.gz archive: %w", file, err)
+	}
+	tr := tar.NewReader(zr)
+	var out []entry
+	var total int64
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: reading archive: %w", file, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue // links and devices are never followed or created
+		}
+		rel := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if rel == "." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
+			out = append(out, entry{rel: h.Name, open: func() ([]byte, error) {
+				return nil, errors.New("path escapes the bundle; ignored")
+			}})
+			continue
+		}
+		if len(out) >= lim.MaxFiles {
+			return nil, fmt.Errorf("bundle %s has more than %d files", file, lim.MaxFiles)
+		}
+		if h.Size > lim.MaxFileBytes {
+			size := h.Size
+			out = append(out, entry{rel: rel, open: func() ([]byte, error) {
+				return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
+			}})
+			continue
+		}
+		total += h.Size
+		if total > lim.MaxTotalBytes {
+			return nil, fmt.Errorf("bundle %s unpacks to more than %d MiB", file, lim.MaxTotalBytes>>20)
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, lim.MaxFileBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: reading %s: %w", file, rel, err)
+		}
+		out = append(out, entry{rel: rel, data: data})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, nil
+}
+
+// stripCommonRoot removes one top directory shared by every entry, as `tar czf x.tgz dir/`
+// writes, unless that directory is itself part of the layout.
+func stripCommonRoot(es []entry) []entry {
+	if len(es) == 0 {
+		return es
+	}
+	first, _, ok := strings.Cut(es[0].rel, "/")
+	if !ok || first == "clusters" || first == "logs" {
+		return es
+	}
+	for _, e := range es {
+		if !strings.HasPrefix(e.rel, first+"/") {
+			return es
+		}
+	}
+	for i := range es {
+		es[i].rel = strings.TrimPrefix(es[i].rel, first+"/")
+	}
+	return es
+}
+
+type loader struct {
+	b    *snapshot.Builder
+	lim  Limits
+	base string
+	info *BundleInfo
+}
+
+const rootCluster = "\x00root"
+
+var logPath = regexp.MustCompile(`(?:^|/)logs/([^/]+)/([^/]+)/([^/]+?)(\.previous)?\.log$`)
+
+func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*snapshot.Snapshot, error) {
+	// The metadata first: it names the clusters.
+	for i, e := range es {
+		if e.rel != BundleInfoFile {
+			continue
+		}
+		data, err := e.read()
+		if err == nil {
+			l.info, err = ParseBundleInfo(data)
+		}
+		if err != nil {
+			l.b.Error(finding.ScanError{File: e.rel, Message: "bundle metadata: " + err.Error()})
+		}
+		es = append(es[:i:i], es[i+1:]...)
+		break
+	}
+	single := ""
+	if l.info != nil {
+		l.b.SetCollectedAt(l.info.CollectedAt)
+		for _, c := range l.info.Clusters {
+			l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster})
+		}
+		if len(l.info.Clusters) == 1 {
+			single = l.info.Clusters[0].Name
+		}
+	}
+
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan entry)
+	var wg sync.WaitGroup
+	var done int
+	var mu sync.Mutex
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range jobs {
+				l.file(e, single)
+				if progress != nil {
+					mu.Lock()
+					done++
+					progress(done)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	var err error
+	for _, e := range es {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		jobs <- e
+	}
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	s := l.b.Build()
+	l.nameRoot(s)
+	return s, nil
+}
+
+// nameRoot names the cluster of a bundle without clusters/: "local" when it holds Fleet
+// Clusters (it is a management cluster), else the bundle's own name.
+func (l *loader) nameRoot(s *snapshot.Snapshot) {
+	c := s.Cluster(rootCluster)
+	if c == nil {
+		return
+	}
+	name := l.base
+	if len(c.FleetClusters) > 0 && s.Cluster("local") == nil {
+		name = "local"
+	}
+	if s.Cluster(name) != nil {
+		name = name + "-root"
+	}
+	c.Name = name
+	for i := range s.Errors {
+		if s.Errors[i].Cluster == rootCluster {
+			s.Errors[i].Cluster = name
+		}
+	}
+	sort.Slice(s.Clusters, func(i, j int) bool { return s.Clusters[i].Name < s.Clusters[j].Name })
+}
+
+func (e entry) read() ([]byte, error) {
+	if e.open != nil {
+		return e.open()
+	}
+	return e.data, nil
+}
+
+// clusterOf splits clusters/<name>/rest into the cluster name and rest.
+func clusterOf(rel, single string) (cluster, rest string) {
+	if strings.HasPrefix(rel, "clusters/") {
+		parts := strings.SplitN(rel, "/", 3)
+		if len(parts) == 3 && parts[1] != "" {
+			return parts[1], parts[2]
+		}
+	}
+	if single != "" {
+		return single, rel
+	}
+	return rootCluster, rel
+}
+
+func (l *loader) file(e entry, single string) {
+	cluster, rest := clusterOf(e.rel, single)
+	data, err := e.read()
+	if err != nil {
+		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: e.rel, Message: err.Error()})
+		return
+	}
+	if m := logPath.FindStringSubmatch(rest); m != nil {
+		l.b.AddLog(cluster, m[1], m[2], m[3], m[4] != "", e.rel, tailLines(data, l.lim))
+		return
+	}
+	if isBinary(data) {
+		l.b.Skip(e.rel, "binary data, not a Kubernetes object")
+		return
+	}
+	l.objects(cluster, e.rel, data)
+}
+
+func displayCluster(c string) string {
+	if c == rootCluster {
+		return ""
+	}
+	return c
+}
+
+func isBinary(b []byte) bool {
+	n := min(len(b), 8000)
+	return bytes.IndexByte(b[:n], 0) >= 0 || bytes.HasPrefix(b, []byte{0x1f, 0x8b})
+}
+
+// declaredStructured reports files whose name says they hold YAML or JSON, so that a parse
+// failure is an error; anything else that does not parse is merely skipped.
+func declaredStructured(rel string) bool {
+	switch strings.ToLower(path.Ext(rel)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func looksLikeObject(b []byte) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) > 0 && (t[0] == '{' || bytes.Contains(b, []byte("apiVersion:")) || bytes.Contains(b, []byte(`"apiVersion"`)))
+}
+
+// objects reads every object of one file.
+func (l *loader) objects(cluster, rel string, data []byte) {
+	t := bytes.TrimSpace(data)
+	if len(t) == 0 {
+		l.b.Skip(rel, "empty file")
+		return
+	}
+	strict := declaredStructured(rel) || looksLikeObject(t)
+	var found int
+	var parseErr *finding.ScanError
+	if t[0] == '{' || t[0] == '[' {
+		found, parseErr = l.jsonStream(cluster, rel, data)
+	} else {
+		found, parseErr = l.yamlDocs(cluster, rel, data)
+	}
+	if parseErr != nil {
+		if strict || found > 0 {
+			parseErr.Cluster = displayCluster(cluster)
+			l.b.Error(*parseErr)
+		} else {
+			l.b.Skip(rel, "not YAML or JSON")
+		}
+		return
+	}
+	if found == 0 {
+		l.b.Skip(rel, "no Kubernetes object (no apiVersion and kind)")
+	}
+}
+
+func (l *loader) jsonStream(cluster, rel string, data []byte) (int, *finding.ScanError) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	found := 0
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return found, nil
+		}
+		if err != nil {
+			off := dec.InputOffset()
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				off = se.Offset
+			}
+			msg := "invalid JSON: " + err.Error()
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				msg = "invalid JSON: unexpected end of input (truncated file?)"
+			}
+			return found, &finding.ScanError{File: rel, Line: lineAt(data, off), Message: msg}
+		}
+		r := bytes.TrimSpace(raw)
+		if len(r) > 0 && r[0] == '[' {
+			var items []json.RawMessage
+			if err := json.Unmarshal(r, &items); err != nil {
+				return found, &finding.ScanError{File: rel, Message: "invalid JSON array: " + err.Error()}
+			}
+			for _, it := range items {
+				found += l.object(cluster, rel, 0, it)
+			}
+			continue
+		}
+		found += l.object(cluster, rel, lineAt(data, dec.InputOffset()-int64(len(raw))), raw)
+	}
+}
+
+func lineAt(data []byte, off int64) int {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+func (l *loader) yamlDocs(cluster, rel string, data []byte) (int, *finding.ScanError) {
+	found := 0
+	for _, d := range splitYAML(data) {
+		if len(bytes.TrimSpace(stripComments(d.body))) == 0 {
+			continue
+		}
+		j, err := yaml.YAMLToJSON(d.body)
+		if err != nil {
+			line := d.line
+			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				line = d.line + n - 1
+			}
+			msg := yamlLine.ReplaceAllString(err.Error(), "line "+strconv.Itoa(line))
+			return found, &finding.ScanError{File: rel, Line: line, Message: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
+		}
+		found += l.object(cluster, rel, d.line, j)
+	}
+	return found, nil
+}
+
+type doc struct {
+	line int
+	body []byte
+}
+
+// splitYAML cuts a multi-document stream at "---" lines, remembering where each starts.
+func splitYAML(data []byte) []doc {
+	var out []doc
+	start, startLine, line := 0, 1, 1
+	for i := 0; i <= len(data); {
+		end := bytes.IndexByte(data[i:], '\n')
+		var ln []byte
+		next := len(data) + 1
+		if end < 0 {
+			ln = data[i:]
+		} else {
+			ln = data[i : i+end]
+			next = i + end + 1
+		}
+		if isDocSep(ln) {
+			out = append(out, doc{line: startLine, body: data[start:i]})
+			start, startLine = min(next, len(data)), line+1
+		}
+		i = next
+		line++
+	}
+	out = append(out, doc{line: startLine, body: data[start:]})
+	return out
+}
+
+func isDocSep(ln []byte) bool {
+	ln = bytes.TrimRight(ln, " \t\r")
+	return bytes.Equal(ln, []byte("---")) || bytes.HasPrefix(ln, []byte("--- ")) || bytes.HasPrefix(ln, []byte("---#"))
+}
+
+func stripComments(b []byte) []byte {
+	var out [][]byte
+	for _, ln := range bytes.Split(b, []byte("\n")) {
+		if t := bytes.TrimSpace(ln); len(t) > 0 && t[0] != '#' {
+			out = append(out, ln)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+// object adds one JSON object (expanding Lists); it returns how many objects it found.
+func (l *loader) object(cluster, rel string, line int, raw []byte) int {
+	var h snapshot.Header
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return 0 // a scalar or array document: not an object
+	}
+	if !h.IsObject() {
+		return 0
+	}
+	if h.Kind == BundleInfoKind && strings.HasPrefix(h.APIVersion, "unstick.dev/") {
+		return 1 // metadata found away from the root: not an object to judge
+	}
+	src := rel
+	if line > 0 {
+		src = fmt.Sprintf("%s:%d", rel, line)
+	}
+	if h.IsList() {
+		n := 0
+		for i, it := range h.Items {
+			n += l.object(cluster, fmt.Sprintf("%s items[%d]", src, i), 0, it)
+		}
+		if n == 0 {
+			return 1 // an empty list is still a Kubernetes document
+		}
+		return n
+	}
+	if h.Metadata.Name == "" {
+		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: fmt.Sprintf("%s object has no metadata.name; ignored", h.Kind)})
+		return 1
+	}
+	if err := l.b.AddJSON(cluster, src, &h, raw); err != nil {
+		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: "cannot decode " + err.Error()})
+	}
+	return 1
+}
+
+// tailLines keeps the last MaxLogLines lines, each cut at MaxLineBytes.
+func tailLines(data []byte, lim Limits) []string {
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > lim.MaxLogLines {
+		lines = lines[len(lines)-lim.MaxLogLines:]
+	}
+	for i, ln := range lines {
+		ln = strings.TrimRight(ln, "\r")
+		if len(ln) > lim.MaxLineBytes {
+			ln = ln[:lim.MaxLineBytes] + " …[cut]"
+		}
+		lines[i] = ln
+	}
+	return lines
+}
