@@ -223,6 +223,24 @@ func TestNoForbiddenMutations(t *testing.T) {
 	}
 }
 
+// A threshold is one global knob even when several entries document it: the defaults must agree.
+func TestSharedThresholdsAgree(t *testing.T) {
+	c := mustLoad(t)
+	seen := map[string]string{} // name → "default (first entry)"
+	for _, id := range c.IDs() {
+		e, _ := c.Get(id)
+		for _, th := range e.Thresholds {
+			if prev, ok := seen[th.Name]; ok {
+				if def, _, _ := strings.Cut(prev, " "); def != th.Default {
+					t.Errorf("threshold %s: %s has default %q, but %s", th.Name, id, th.Default, prev)
+				}
+				continue
+			}
+			seen[th.Name] = th.Default + " (in " + id + ")"
+		}
+	}
+}
+
 func TestSuggest(t *testing.T) {
 	c := mustLoad(t)
 	got := c.Suggest("helm/release-pendng")

@@ -109,12 +109,29 @@ func printEntry(w io.Writer, e *catalog.Entry) error {
 	return err
 }
 
+// indent folds each paragraph of s to 100 columns and indents it with prefix.
 func indent(s, prefix string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if l != "" {
-			lines[i] = prefix + l
+	const width = 100
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, w := range strings.Fields(para) {
+			if line != "" && len(prefix)+len(line)+1+len(w) > width {
+				out = append(out, prefix+line)
+				line = w
+				continue
+			}
+			if line == "" {
+				line = w
+			} else {
+				line += " " + w
+			}
+		}
+		if line == "" {
+			out = append(out, "")
+		} else {
+			out = append(out, prefix+line)
 		}
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(out, "\n")
 }
