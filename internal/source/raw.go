@@ -1,0 +1,105 @@
+package source
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// RawObject is one object of a bundle exactly as written, payloads included. Only tools that
+// replay a bundle into a test API server use it; scans use Load, which keeps no payloads.
+type RawObject struct {
+	Cluster string // the clusters/<name> it sits under, "" for the bundle root
+	File    string
+	Object  map[string]any
+}
+
+// ReadRawObjects calls fn for every Kubernetes object of a bundle (directory or .tar.gz),
+// Lists expanded, in file order. Files that do not parse are skipped; logs are ignored.
+func ReadRawObjects(path string, fn func(RawObject) error) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("reading bundle: %w", err)
+	}
+	var es []entry
+	if fi.IsDir() {
+		es, err = listDir(path, DefaultLimits)
+	} else {
+		es, err = readTarGz(path, DefaultLimits)
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range stripCommonRoot(es) {
+		if e.rel == BundleInfoFile || logPath.MatchString(e.rel) {
+			continue
+		}
+		cluster, _ := clusterOf(e.rel, "")
+		if cluster == rootCluster {
+			cluster = ""
+		}
+		data, err := e.read()
+		if err != nil || isBinary(data) {
+			continue
+		}
+		for _, doc := range rawDocs(data) {
+			if err := expandRaw(doc, func(obj map[string]any) error {
+				return fn(RawObject{Cluster: cluster, File: e.rel, Object: obj})
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rawDocs returns each JSON document of a YAML or JSON stream; unparsable ones are dropped.
+func rawDocs(data []byte) [][]byte {
+	t := bytes.TrimSpace(data)
+	var out [][]byte
+	if len(t) > 0 && t[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(t))
+		for {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				if err != io.EOF {
+					return out
+				}
+				return out
+			}
+			out = append(out, raw)
+		}
+	}
+	for _, d := range splitYAML(data) {
+		if j, err := yaml.YAMLToJSON(d.body); err == nil && len(bytes.TrimSpace(j)) > 0 && string(j) != "null" {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func expandRaw(doc []byte, fn func(map[string]any) error) error {
+	var h snapshot.Header
+	if json.Unmarshal(doc, &h) != nil || !h.IsObject() || h.Kind == BundleInfoKind {
+		return nil
+	}
+	if h.IsList() {
+		for _, it := range h.Items {
+			if err := expandRaw(it, fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(doc, &obj); err != nil {
+		return nil
+	}
+	return fn(obj)
+}
