@@ -9,7 +9,9 @@ package classify
 //  2. cluster/clock-skew  a certificate or token that is "not yet valid" is a clock problem,
 //                      whatever wrapper carries it (pull, webhook, registration, client-go).
 //  3. helm/release-pending, helm/no-deployed-release, fleet/content-missing
-//                      exact upstream sentences that name the blocking state itself.
+//                      exact upstream sentences that name the blocking state itself; and
+//                      Helm's "UPGRADE FAILED: context deadline exceeded" (a --wait timeout:
+//                      the release's resources never became ready), before the network rules.
 //  4. pod/oom-killed   the kubelet's reason word.
 //  5. image/*          only with an image-pull marker in the text (or a registry-only error
 //                      code), so that a pull that fails over the network is image/pull-network
@@ -50,24 +52,20 @@ const (
 )
 
 // pullMarkers are substrings that only occur when a text is about pulling an image: the
-// kubelet's event and reasons, containerd's CRI and resolver, CRI-O's c/image, dockerd, and the
-// registry API path.
-//
-// re, when set, narrows the marker: "/v2/" counts only right after a host (https://host/v2/...),
-// so that an API server path such as /apis/autoscaling/v2/... is not taken for a registry.
-var pullMarkers = []struct{ marker, re, source string }{
-	{"failed to pull", "", srcPullKubelet + "; " + srcPullContainerd},
-	{"errimagepull", "", srcPullKubelet},
-	{"imagepullbackoff", "", srcPullKubelet},
-	{"pulling image", "", srcPullKubelet + " (\"Back-off pulling image %q\")"},
-	{"failed to resolve reference", "", "containerd/containerd client/pull.go fetch (\"failed to resolve reference %q: %w\")"},
-	{"pinging container registry", "", "containers/image docker/docker_client.go (CRI-O: \"pinging container registry %s: %w\")"},
-	{"reading manifest", "", "containers/image docker/docker_image_src.go (CRI-O: \"reading manifest %s in %s: %w\")"},
-	{"error response from daemon", "", "moby/moby client (dockerd: \"Error response from daemon: ...\")"},
-	{"/v2/", `://[^/\s"]+/v2/`, "distribution/distribution registry API v2 path (https://<registry>/v2/<name>/manifests/<ref>)"},
+// kubelet's event and reasons, containerd's CRI and resolver, CRI-O's c/image, and dockerd.
+var pullMarkers = []struct{ marker, source string }{
+	{"failed to pull", srcPullKubelet + "; " + srcPullContainerd},
+	{"errimagepull", srcPullKubelet},
+	{"imagepullbackoff", srcPullKubelet},
+	{"pulling image", srcPullKubelet + " (\"Back-off pulling image %q\")"},
+	{"failed to resolve reference", "containerd/containerd client/pull.go fetch (\"failed to resolve reference %q: %w\")"},
+	{"pinging container registry", "containers/image docker/docker_client.go (CRI-O: \"pinging container registry %s: %w\")"},
+	{"reading manifest", "containers/image docker/docker_client.go fetchManifest (CRI-O: \"reading manifest %s in %s: %w\")"},
+	{"error response from daemon", "moby/moby client (dockerd: \"Error response from daemon: ...\")"},
 }
 
-// netRe matches the network failures of the Go net stack, as seen inside pull errors.
+// netRe matches the network failures of the Go net stack, as seen inside pull errors. It is a
+// plain alternation of literals, which the matcher evaluates without the regexp engine.
 const netRe = `i/o timeout|no such host|connection refused|connection reset by peer|tls handshake timeout|network is unreachable|no route to host|context deadline exceeded|server misbehaving|client\.timeout exceeded|proxyconnect tcp|x509: |tls: `
 
 // rules builds the table. It is called once, by the package-level var table.
@@ -76,11 +74,7 @@ func rules() []Rule {
 	add := func(r ...Rule) { rs = append(rs, r...) }
 	perPullMarker := func(id, re, src string) {
 		for _, m := range pullMarkers {
-			r := re
-			if m.re != "" {
-				r = "(?:" + m.re + ").*(?:" + re + ")|(?:" + re + ").*(?:" + m.re + ")"
-			}
-			add(Rule{ID: id, Scopes: Any, All: []string{m.marker}, Regexp: r, Source: src + "; pull marker from " + m.source})
+			add(Rule{ID: id, Scopes: Any, All: []string{m.marker}, Regexp: re, Source: src + "; pull marker from " + m.source})
 		}
 	}
 
@@ -112,6 +106,10 @@ func rules() []Rule {
 			Source: "go-jose/go-jose jwt/validation.go ErrNotValidYet \"validation failed, token not valid yet (nbf)\" (kube-apiserver service-account/OIDC token validation)"},
 		Rule{ID: "cluster/clock-skew", Scopes: Any, All: []string{"token issued in the future (iat)"},
 			Source: "go-jose/go-jose jwt/validation.go ErrIssuedInTheFuture \"validation field, token issued in the future (iat)\""},
+		Rule{ID: "cluster/clock-skew", Scopes: Any, All: []string{"prober found high clock drift"},
+			Source: "etcd-io/etcd server/etcdserver/api/rafthttp/probing_status.go monitorProbingStatus (lg.Warn(\"prober found high clock drift\", ...))"},
+		Rule{ID: "cluster/clock-skew", Scopes: Any, All: []string{"the clock difference against peer"},
+			Source: "etcd-io/etcd rafthttp/probing_status.go (capnslog: \"the clock difference against peer %s is too high [%v > %v]\")"},
 		Rule{ID: "cluster/clock-skew", Scopes: Any, All: []string{"clock skew"},
 			Source: "unverified: generic phrase (\"clock skew\") used by many components' messages; no single upstream string"},
 	)
@@ -123,7 +121,7 @@ func rules() []Rule {
 		Rule{ID: "helm/no-deployed-release", Scopes: Any, All: []string{"no deployed releases"},
 			Source: "helm/helm v3.22 pkg/storage/driver/driver.go ErrNoDeployedReleases \"has no deployed releases\" (StorageDriverError: \"%q has no deployed releases\")"},
 		Rule{ID: "helm/release-failed", Scopes: Any, All: []string{"failed: "},
-			Regexp: `(?:upgrade|installation) failed: (?:context deadline exceeded|timed out waiting for the condition)`,
+			Regexp: `upgrade failed: context deadline exceeded|installation failed: context deadline exceeded|upgrade failed: timed out waiting for the condition|installation failed: timed out waiting for the condition`,
 			Source: "helm/helm v3.22 cmd/helm/upgrade.go / install.go (\"UPGRADE FAILED\" / \"INSTALLATION FAILED\" wrapping the --wait timeout: the release's resources never became ready; not a network problem)"},
 		Rule{ID: "fleet/content-missing", Scopes: Any, All: []string{"contents.fleet.cattle.io", "not found"},
 			Regexp: `contents\.fleet\.cattle\.io "[^"]*" not found`,
@@ -139,11 +137,11 @@ func rules() []Rule {
 		Rule{ID: "image/arch-mismatch", Scopes: Any, All: []string{"exec format error"},
 			Source: "golang/go src/syscall/zerrors_linux_amd64.go ENOEXEC \"exec format error\" (runc / the container's exec of a binary built for another architecture)"},
 		Rule{ID: "image/arch-mismatch", Scopes: Any, All: []string{"no match for platform in manifest"},
-			Source: "containerd/containerd core/images/image.go Manifest() (errdefs.ErrNotFound wrapped as \"no match for platform in manifest\")"},
+			Source: "containerd/containerd core/images/image.go Manifest() (errors.Wrapf(errdefs.ErrNotFound, \"no match for platform in manifest %v\", image.Digest))"},
 		Rule{ID: "image/arch-mismatch", Scopes: Any, All: []string{"does not match the specified platform"},
-			Source: "moby/moby daemon/images/image.go (\"image with reference %s was found but does not match the specified platform: wanted %s, actual: %s\")"},
+			Source: "moby/moby daemon/containerd/image.go GetImage / daemon/images/image.go (errdefs.NotFound: \"image with reference %s was found but does not match the specified platform: wanted %s, actual: %s\")"},
 		Rule{ID: "image/arch-mismatch", Scopes: Any, All: []string{"no matching manifest for", "in the manifest list entries"},
-			Source: "moby/moby distribution/pull_v2.go noMatchesErr (\"no matching manifest for %s in the manifest list entries\")"},
+			Source: "moby/moby distribution/errors.go noMatchesErr (\"no matching manifest for %s in the manifest list entries\")"},
 	)
 	perPullMarker("image/pull-network", netRe, srcNetGo)
 	add(
@@ -152,17 +150,17 @@ func rules() []Rule {
 		Rule{ID: "image/pull-auth", Scopes: Any, All: []string{"insufficient_scope"},
 			Source: "distribution/distribution registry/auth token error code insufficient_scope (\"server message: insufficient_scope: authorization failed\" in containerd)"},
 		Rule{ID: "image/pull-auth", Scopes: Any, All: []string{"unauthorized: authentication required"},
-			Source: "distribution/distribution registry/api/errcode ErrorCodeUnauthorized (\"unauthorized\" code, message \"authentication required\")"},
+			Source: "opencontainers/distribution-spec error code UNAUTHORIZED (message \"authentication required\"), distribution/distribution registry/api/errcode ErrorCodeUnauthorized, rendered \"unauthorized: authentication required\""},
 		Rule{ID: "image/pull-auth", Scopes: Any, All: []string{"no basic auth credentials"},
-			Source: "moby/moby registry / docker distribution client (\"no basic auth credentials\" when the daemon has no credentials for the registry)"},
+			Source: "distribution/distribution registry/client/auth/session.go ErrNoBasicAuthCredentials (\"no basic auth credentials\"), used by dockerd when it has no credentials for the registry"},
 		Rule{ID: "image/pull-auth", Scopes: Any, All: []string{"requested access to the resource is denied"},
-			Source: "distribution/distribution registry/api/errcode ErrorCodeDenied (\"denied: requested access to the resource is denied\")"},
+			Source: "opencontainers/distribution-spec error code DENIED (message \"requested access to the resource is denied\"), distribution/distribution registry/api/errcode ErrorCodeDenied"},
 		Rule{ID: "image/pull-auth", Scopes: Any, All: []string{"failed to fetch anonymous token"},
 			Source: "containerd/containerd core/remotes/docker/auth/fetch.go (\"failed to fetch anonymous token: %w\"), under \"failed to authorize: %w\" in resolver.go"},
 		Rule{ID: "image/pull-auth", Scopes: Any, All: []string{"failed to fetch oauth token"},
 			Source: "containerd/containerd core/remotes/docker/auth/fetch.go (\"failed to fetch oauth token: %w\")"},
 	)
-	perPullMarker("image/pull-auth", `\b(?:401 unauthorized|403 forbidden|unauthorized|denied)\b`,
+	perPullMarker("image/pull-auth", `401 unauthorized|403 forbidden|: unauthorized|: denied:|: forbidden`,
 		"containerd/containerd core/remotes/errors/errors.go ErrUnexpectedStatus (\"unexpected status from %s request to %s: %s\", e.g. 401 Unauthorized / 403 Forbidden)")
 	add(
 		Rule{ID: "image/pull-not-found", Scopes: Any, All: []string{"manifest unknown"},
@@ -171,7 +169,7 @@ func rules() []Rule {
 			Regexp: `\bname unknown\b`,
 			Source: "distribution/distribution registry/api/v2/errors.go ErrorCodeNameUnknown (\"name unknown\": repository name not known to registry)"},
 	)
-	perPullMarker("image/pull-not-found", `: not found\b|manifest for \S+ not found|repository does not exist|does not exist or no pull access|not found: manifest unknown`,
+	perPullMarker("image/pull-not-found", `: not found|repository does not exist|does not exist or no pull access`,
 		"containerd/containerd core/remotes/docker/resolver.go Resolve (\"%s: %w\" with errdefs.ErrNotFound = \"not found\" on HTTP 404)")
 
 	// ---- 6. admission, quota, config references -----------------------------------------------------
@@ -190,9 +188,12 @@ func rules() []Rule {
 		Rule{ID: "workload/quota-exceeded", Scopes: Any, All: []string{"must specify"},
 			Regexp: `must specify (?:limits|requests)\.(?:cpu|memory|ephemeral-storage)`,
 			Source: "kubernetes/kubernetes pkg/quota/v1/evaluator/core/pods.go podComputeUsageHelper/Constraints (\"must specify %s\")"},
-		Rule{ID: "pod/config-ref-missing", Scopes: Any, All: []string{"not found"},
-			Regexp: `\b(?:configmap|secret) "[^"]+" not found`,
-			Source: "kubernetes/kubernetes pkg/kubelet/configmap/configmap_manager.go and pkg/kubelet/secret/secret_manager.go (watch-based manager NotFound with group resource corev1.Resource(\"configmap\"/\"secret\"): `configmap \"x\" not found`, in CreateContainerConfigError and FailedMount \"MountVolume.SetUp failed for volume ...\")"},
+		Rule{ID: "pod/config-ref-missing", Scopes: Any, All: []string{"configmap \"", "\" not found"},
+			Regexp: `(?:^|[^a-z])configmap "[^"]+" not found`,
+			Source: "kubernetes/kubernetes pkg/kubelet/configmap/configmap_manager.go NewWatchingConfigMapManager (NotFound with group resource corev1.Resource(\"configmap\"): `configmap \"x\" not found`, singular — the API server says `configmaps \"x\"`), in CreateContainerConfigError and FailedMount \"MountVolume.SetUp failed for volume ...\""},
+		Rule{ID: "pod/config-ref-missing", Scopes: Any, All: []string{"secret \"", "\" not found"},
+			Regexp: `(?:^|[^a-z])secret "[^"]+" not found`,
+			Source: "kubernetes/kubernetes pkg/kubelet/secret/secret_manager.go NewWatchingSecretManager (NotFound with group resource corev1.Resource(\"secret\"): `secret \"x\" not found`, singular — the API server says `secrets \"x\"`), in CreateContainerConfigError and FailedMount"},
 		Rule{ID: "pod/config-ref-missing", Scopes: Any, All: []string{"couldn't find key"},
 			Regexp: `couldn't find key \S+ in (?:configmap|secret)`,
 			Source: "kubernetes/kubernetes pkg/kubelet/kubelet_pods.go makeEnvironmentVariables (\"couldn't find key %v in ConfigMap %v/%v\", \"couldn't find key %v in Secret %v/%v\")"},

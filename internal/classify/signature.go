@@ -15,6 +15,9 @@ import (
 func Signature(text string) string {
 	s := normalize(text)
 	for _, r := range sigSteps {
+		if r.need != "" && !strings.Contains(s, r.need) {
+			continue
+		}
 		if r.fn != nil {
 			s = r.re.ReplaceAllStringFunc(s, r.fn)
 		} else {
@@ -25,6 +28,7 @@ func Signature(text string) string {
 }
 
 type sigStep struct {
+	need string // a substring without which the step cannot match (cheap skip)
 	re   *regexp.Regexp
 	repl string
 	fn   func(string) string
@@ -44,19 +48,19 @@ var sigSteps = []sigStep{
 	// klog header: "E1129 07:58:02.123456       1 reflector.go:166] "
 	{re: regexp.MustCompile(`(?m)^[iwef]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[^\]\s]+\]\s*`), repl: ""},
 	// URLs (their paths carry namespaces and names)
-	{re: regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^\s"'<>]+`), repl: "<url>"},
+	{need: "://", re: regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^\s"'<>]+`), repl: "<url>"},
 	// timestamps
-	{re: regexp.MustCompile(`\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?(?: [+-]\d{4} [a-z]{3,4})?`), repl: "<time>"},
+	{need: ":", re: regexp.MustCompile(`\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?(?: [+-]\d{4} [a-z]{3,4})?`), repl: "<time>"},
 	{re: regexp.MustCompile(`\b\d{4}[-/]\d{2}[-/]\d{2}\b`), repl: "<time>"},
-	{re: regexp.MustCompile(`\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b`), repl: "<time>"},
+	{need: ":", re: regexp.MustCompile(`\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b`), repl: "<time>"},
 	// UIDs and digests
-	{re: regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), repl: "<uid>"},
-	{re: regexp.MustCompile(`\bsha256:[0-9a-f]{12,}\b`), repl: "<digest>"},
+	{need: "-", re: regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), repl: "<uid>"},
+	{need: "sha256:", re: regexp.MustCompile(`\bsha256:[0-9a-f]{12,}\b`), repl: "<digest>"},
 	// IPs with optional ports
-	{re: regexp.MustCompile(`\[[0-9a-f:]*:[0-9a-f:]*\](?::\d+)?`), repl: "<ip>"},
-	{re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`), repl: "<ip>"},
+	{need: "[", re: regexp.MustCompile(`\[[0-9a-f:]*:[0-9a-f:]*\](?::\d+)?`), repl: "<ip>"},
+	{need: ".", re: regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`), repl: "<ip>"},
 	// logfmt key=value: keep the message keys, blank the others (time, caller, pod, cluster, ...)
-	{re: regexp.MustCompile(`\b([a-z][a-z0-9_.-]*)=("[^"]*"|[^\s"]+)`), fn: func(m string) string {
+	{need: "=", re: regexp.MustCompile(`\b([a-z][a-z0-9_.-]*)=("[^"]*"|[^\s"]+)`), fn: func(m string) string {
 		k, _, _ := strings.Cut(m, "=")
 		if keptKeys[k] {
 			return m
@@ -64,16 +68,16 @@ var sigSteps = []sigStep{
 		return k + "=<v>"
 	}},
 	// JSON fields: "key":"value" / "key":value
-	{re: regexp.MustCompile(`"([a-z][a-z0-9_.-]*)":\s*("[^"]*"|[^,}\s]+)`), fn: func(m string) string {
-		k := m[1:strings.Index(m[1:], `"`)+1]
+	{need: `":`, re: regexp.MustCompile(`"([a-z][a-z0-9_.-]*)":\s*("[^"]*"|[^,}\s]+)`), fn: func(m string) string {
+		k := m[1 : strings.Index(m[1:], `"`)+1]
 		if keptKeys[k] {
 			return m
 		}
 		return `"` + k + `":<v>`
 	}},
 	// Rancher cluster IDs, Fleet cluster namespaces
-	{re: regexp.MustCompile(`\bcluster-fleet-[a-z0-9-]*?-[0-9a-f]{12}\b`), repl: "<ns>"},
-	{re: regexp.MustCompile(`\bc-m-[a-z0-9]{8}\b|\bc-[a-z0-9]{5}\b`), repl: "<cluster>"},
+	{need: "cluster-fleet-", re: regexp.MustCompile(`\bcluster-fleet-[a-z0-9-]*?-[0-9a-f]{12}\b`), repl: "<ns>"},
+	{need: "c-", re: regexp.MustCompile(`\bc-m-[a-z0-9]{8}\b|\bc-[a-z0-9]{5}\b`), repl: "<cluster>"},
 	// quoted names (no spaces inside, and name-like: a - . / _ : or digit), e.g.
 	// "fleet-agent-c-m-abcd1234", 'ns/name'; a quoted single word ("Unauthorized") is kept.
 	{re: regexp.MustCompile(`"[^"\s]*"|'[^'\s]*'`), fn: func(m string) string {
@@ -85,7 +89,7 @@ var sigSteps = []sigStep{
 	// a name after an object kind, when it looks like a name (has - . / _ or a digit)
 	{re: regexp.MustCompile(`\b(node|pod|namespace|cluster|job|plan|release|bundle|bundledeployment|secret|configmap|deployment|daemonset|statefulset|replicaset|serviceaccount|host|image|volume|container)(\s+)([^\s:,;()"']*[-./_0-9][^\s:,;()"']*)`), repl: "$1$2<name>"},
 	// generated names: <base>-<template hash>-<5 random> or <base>-<5 random>
-	{re: regexp.MustCompile(`\b[a-z0-9]+(?:[-.][a-z0-9]+)*?-(?:` + k8sSuffix + `{6,10}-)?` + k8sSuffix + `{5}\b`), repl: "<pod>"},
+	{need: "-", re: regexp.MustCompile(`\b[a-z0-9]+(?:[-.][a-z0-9]+)*?-(?:` + k8sSuffix + `{6,10}-)?` + k8sSuffix + `{5}\b`), repl: "<pod>"},
 	// hex hashes (7+ chars with a digit and a letter)
 	{re: regexp.MustCompile(`\b[0-9a-f]{7,}\b`), fn: func(m string) string {
 		if strings.ContainsAny(m, "0123456789") && strings.ContainsAny(m, "abcdef") {

@@ -273,12 +273,12 @@ func TestScanFilters(t *testing.T) {
 			t.Errorf("--only helm/ let %s through", f.ID)
 		}
 	}
-	out, _, _ = run(t, "scan", "--from", example, "-o", "json", "--cluster", "edge-arm-1")
+	out, _, _ = run(t, "scan", "--from", example, "-o", "json", "--only-cluster", "edge-arm-1")
 	r = jsonReport{}
 	_ = json.Unmarshal([]byte(out), &r)
 	for _, f := range r.Findings {
 		if f.Cluster != "edge-arm-1" && f.Affects != "edge-arm-1" {
-			t.Errorf("--cluster edge-arm-1 let through %s on %s/%s", f.ID, f.Cluster, f.Affects)
+			t.Errorf("--only-cluster edge-arm-1 let through %s on %s/%s", f.ID, f.Cluster, f.Affects)
 		}
 	}
 }

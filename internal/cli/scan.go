@@ -31,6 +31,8 @@ type scanOptions struct {
 	quiet      bool
 	color      string
 	catalog    string
+	kube       *kubeFlags
+	live       bool
 
 	// completed
 	nowTime time.Time
@@ -40,13 +42,21 @@ type scanOptions struct {
 }
 
 func newScanCmd(s Streams) *cobra.Command {
-	o := &scanOptions{s: s}
+	o := &scanOptions{s: s, kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "scan",
 		Short: "Find stuck upgrades and explain their root cause",
-		Long: `Reads a fleet — an offline bundle (--from) — runs every check, and prints the findings
-grouped into incidents: root cause first, symptoms linked, evidence quoted, and the next
-safe step.
+		Long: `Reads a fleet — live clusters through your kubeconfig, or an offline bundle (--from) —
+runs every check, and prints the findings grouped into incidents: root cause first,
+symptoms linked, evidence quoted, and the next safe step. Nothing is changed.
+
+Live, unstick reads the current context, the contexts named with --context (repeatable), or
+--all-contexts: the Rancher management cluster (the one serving clusters.fleet.cattle.io)
+and downstream clusters, matched to their Fleet Clusters by name, Rancher display name or
+the /k8s/clusters/<id> in their server URL. Lists are paginated and run in parallel; only
+the namespaces upgrades depend on are read (cattle-*, fleet-*, cluster-fleet-*,
+system-upgrade, kube-system), Helm release Secrets by label owner=helm. A resource that is
+forbidden or not served is listed under errors and the scan goes on.
 
 An offline bundle is a directory or .tar.gz of Kubernetes objects as YAML or JSON (single
 objects, multi-document files, List objects, Fleet dumps), with pod logs under
@@ -59,16 +69,21 @@ failed, 2 usage error.`,
 		Example: `  # The bundled example fleet
   unstick scan --from examples/fleet-upgrade-stuck
 
+  # The current kube context, and then three clusters at once
+  unstick scan
+  unstick scan --context rancher --context prod-eu-1 --context prod-us-1
+
   # A support bundle, as JSON, judged at a fixed time
   unstick scan --from support-bundle.tar.gz --now 2026-11-28T09:30:00Z -o json
 
   # Only Helm and Fleet findings about one downstream cluster
-  unstick scan --from bundle/ --only helm/ --only fleet/ --cluster prod-eu-1
+  unstick scan --from bundle/ --only helm/ --only fleet/ --only-cluster prod-eu-1
 
   # Treat a release as stuck after 5 minutes instead of 15, fail CI on warnings
   unstick scan --from bundle/ --threshold helm.pendingAfter=5m --fail-on warning`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.complete(); err != nil {
 				return err
 			}
@@ -85,10 +100,11 @@ failed, 2 usage error.`,
 	f.StringVar(&o.failOn, "fail-on", "error", "exit 3 when a finding is at or above this severity: critical|error|warning|info|none")
 	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable; see 'unstick explain ID')")
 	f.StringArrayVar(&o.only, "only", nil, "report only this finding ID, or a family such as helm/ (repeatable)")
-	f.StringArrayVar(&o.clusters, "cluster", nil, "report only findings on or about this cluster (repeatable)")
+	f.StringArrayVar(&o.clusters, "only-cluster", nil, "report only findings on or about this cluster (repeatable)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto|always|never (auto: when stdout is a terminal and NO_COLOR is unset)")
 	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
+	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(report.Formats...))
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("critical", "error", "warning", "info", "none"))
 	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletion("auto", "always", "never"))
@@ -139,11 +155,13 @@ func (o *scanOptions) complete() error {
 }
 
 func (o *scanOptions) validate() error {
-	if o.from == "" {
-		return usageErrorf("nothing to scan: give an offline bundle with --from DIR|FILE.tar.gz (e.g. --from examples/fleet-upgrade-stuck)")
+	if o.from != "" && o.live {
+		return usageErrorf("--from reads an offline bundle; it cannot be combined with --context, --all-contexts or --kubeconfig")
 	}
-	if _, err := os.Stat(o.from); err != nil {
-		return usageErrorf("--from %s: %v", o.from, unwrapPathError(err))
+	if o.from != "" {
+		if _, err := os.Stat(o.from); err != nil {
+			return usageErrorf("--from %s: %v", o.from, unwrapPathError(err))
+		}
 	}
 	valid := false
 	for _, f := range report.Formats {
@@ -181,10 +199,7 @@ func unwrapPathError(err error) error {
 }
 
 func (o *scanOptions) run(ctx context.Context) error {
-	prog := newProgress(o.s.ErrOut, o.quiet)
-	src := &source.Offline{Path: o.from, Progress: func(n int) { prog.update("reading %s: %d files", o.from, n) }}
-	snap, err := src.Load(ctx)
-	prog.done()
+	snap, err := o.load(ctx)
 	if err != nil {
 		return err
 	}
@@ -193,6 +208,21 @@ func (o *scanOptions) run(ctx context.Context) error {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return failOn(rep, o.failSev)
+}
+
+// load reads the bundle or the live clusters.
+func (o *scanOptions) load(ctx context.Context) (*snapshot.Snapshot, error) {
+	prog := newProgress(o.s.ErrOut, o.quiet)
+	defer prog.done()
+	if !o.live {
+		src := &source.Offline{Path: o.from, Progress: func(n int) { prog.update("reading %s: %d files", o.from, n) }}
+		return src.Load(ctx)
+	}
+	live, err := o.kube.live(func(done, total int) { prog.update("reading clusters: %d/%d", done, total) })
+	if err != nil {
+		return nil, err
+	}
+	return live.Load(ctx)
 }
 
 // evalTime is --now, else the bundle's collection time, else the clock.

@@ -1,0 +1,488 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// Sink receives what a source reads. The snapshot Builder is one; the bundle writer of
+// `unstick collect` is another, so a live scan and a scan of its collected bundle see the
+// same objects.
+type Sink interface {
+	DeclareCluster(snapshot.ClusterInfo)
+	AddJSON(cluster, src string, h *snapshot.Header, raw []byte) error
+	AddLog(cluster, namespace, pod, container string, previous bool, file string, lines []string)
+	MarkCRDsCollected(cluster string)
+	Error(finding.ScanError)
+}
+
+// Target is one cluster to read: a kubeconfig context.
+type Target struct {
+	Name   string // the context name; the cluster's name in reports
+	Server string
+	Config *rest.Config
+}
+
+// Live reads clusters through their API servers.
+type Live struct {
+	Targets []Target
+	// Timeout bounds the whole read of one cluster.
+	Timeout time.Duration
+	// Concurrency bounds how many clusters are read at once, and how many lists run at
+	// once within one cluster.
+	Concurrency int
+	// PageSize is the LIST page size (limit/continue).
+	PageSize int64
+	// LogLines is how many lines of each interesting container's log are read.
+	LogLines int64
+	// MaxLogPods bounds how many pods' logs are read per cluster.
+	MaxLogPods int
+	// Progress, if set, is told how many clusters are done.
+	Progress func(done, total int)
+}
+
+func (l *Live) defaults() {
+	if l.Timeout == 0 {
+		l.Timeout = 60 * time.Second
+	}
+	if l.Concurrency == 0 {
+		l.Concurrency = 8
+	}
+	if l.PageSize == 0 {
+		l.PageSize = 500
+	}
+	if l.LogLines == 0 {
+		l.LogLines = 500
+	}
+	if l.MaxLogPods == 0 {
+		l.MaxLogPods = 40
+	}
+}
+
+// Load reads every target into a snapshot judged at the time the read started.
+func (l *Live) Load(ctx context.Context) (*snapshot.Snapshot, error) {
+	b := snapshot.NewBuilder()
+	b.SetCollectedAt(time.Now().UTC())
+	if err := l.Read(ctx, b); err != nil {
+		return nil, err
+	}
+	return b.Build(), nil
+}
+
+// Read streams every target's objects and logs into sink. Problems with one cluster or one
+// resource are reported to the sink; the error is returned only when no cluster could be read.
+func (l *Live) Read(ctx context.Context, sink Sink) error {
+	l.defaults()
+	if len(l.Targets) == 0 {
+		return errors.New("no cluster to read: no kubeconfig context selected")
+	}
+	sem := make(chan struct{}, l.Concurrency)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	done := 0
+	for _, t := range l.Targets {
+		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, l.Timeout)
+			defer cancel()
+			err := l.readCluster(cctx, t, sink)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, err.Error())
+				sink.Error(finding.ScanError{Cluster: t.Name, Message: err.Error()})
+			}
+			done++
+			if l.Progress != nil {
+				l.Progress(done, len(l.Targets))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(failed) == len(l.Targets) {
+		sort.Strings(failed)
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// resource is one kind the checks need, and where to read it.
+type resource struct {
+	gvr      schema.GroupVersionResource
+	kind     string
+	scope    scope
+	selector string
+	metaOnly bool // names only (Fleet Contents are large)
+	optional bool // a CRD that may not be installed: silently skipped when not served
+}
+
+type scope int
+
+const (
+	clusterScoped scope = iota
+	allNamespaces
+	watchedNamespaces
+)
+
+func gvr(g, v, r string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: g, Version: v, Resource: r}
+}
+
+// resources is what unstick reads: nothing else. Keep deploy/rbac/scan.yaml in step.
+var resources = []resource{
+	{gvr: gvr("", "v1", "nodes"), kind: "Node", scope: clusterScoped},
+	{gvr: gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions"), kind: "CustomResourceDefinition", scope: clusterScoped},
+	{gvr: gvr("", "v1", "secrets"), kind: "Secret", scope: allNamespaces, selector: "owner=helm"},
+	{gvr: gvr("", "v1", "pods"), kind: "Pod", scope: watchedNamespaces},
+	{gvr: gvr("", "v1", "events"), kind: "Event", scope: watchedNamespaces},
+	{gvr: gvr("", "v1", "configmaps"), kind: "ConfigMap", scope: watchedNamespaces},
+	{gvr: gvr("", "v1", "resourcequotas"), kind: "ResourceQuota", scope: watchedNamespaces},
+	{gvr: gvr("apps", "v1", "deployments"), kind: "Deployment", scope: watchedNamespaces},
+	{gvr: gvr("apps", "v1", "replicasets"), kind: "ReplicaSet", scope: watchedNamespaces},
+	{gvr: gvr("apps", "v1", "daemonsets"), kind: "DaemonSet", scope: watchedNamespaces},
+	{gvr: gvr("batch", "v1", "jobs"), kind: "Job", scope: watchedNamespaces},
+	{gvr: gvr("fleet.cattle.io", "v1alpha1", "clusters"), kind: "Cluster", scope: allNamespaces, optional: true},
+	{gvr: gvr("fleet.cattle.io", "v1alpha1", "bundles"), kind: "Bundle", scope: allNamespaces, optional: true},
+	{gvr: gvr("fleet.cattle.io", "v1alpha1", "bundledeployments"), kind: "BundleDeployment", scope: allNamespaces, optional: true},
+	{gvr: gvr("fleet.cattle.io", "v1alpha1", "clusterregistrations"), kind: "ClusterRegistration", scope: allNamespaces, optional: true},
+	{gvr: gvr("fleet.cattle.io", "v1alpha1", "contents"), kind: "Content", scope: clusterScoped, metaOnly: true, optional: true},
+	{gvr: gvr("upgrade.cattle.io", "v1", "plans"), kind: "Plan", scope: allNamespaces, optional: true},
+}
+
+// WatchedNamespace says which namespaces hold what upgrades depend on: Rancher's and Fleet's
+// (cattle-*, fleet-*, Fleet's cluster-* namespaces), system-upgrade-controller's, kube-system.
+func WatchedNamespace(ns string) bool {
+	return strings.HasPrefix(ns, "cattle-") || strings.HasPrefix(ns, "fleet-") || strings.HasPrefix(ns, "cluster-fleet-") ||
+		ns == "system-upgrade" || ns == "kube-system"
+}
+
+type clusterReader struct {
+	l      *Live
+	t      Target
+	sink   Sink
+	dyn    dynamic.Interface
+	meta   metadata.Interface
+	kube   kubernetes.Interface
+	served map[schema.GroupVersionResource]bool
+	ns     []string
+
+	mu   sync.Mutex
+	pods []*corev1.Pod
+}
+
+func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
+	cfg := rest.CopyConfig(t.Config)
+	cfg.QPS, cfg.Burst = 50, 100
+	if cfg.Timeout == 0 || cfg.Timeout > l.Timeout {
+		cfg.Timeout = l.Timeout
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("context %s (%s): %w", t.Name, t.Server, err)
+	}
+	r := &clusterReader{l: l, t: t, sink: sink, kube: kube}
+	if r.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if r.meta, err = metadata.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if err := r.discover(ctx, kube.Discovery()); err != nil {
+		return fmt.Errorf("context %s: cannot reach the API server %s: %w", t.Name, t.Server, err)
+	}
+	if err := r.namespaces(ctx); err != nil {
+		return fmt.Errorf("context %s: listing namespaces: %w", t.Name, err)
+	}
+	sem := make(chan struct{}, l.Concurrency)
+	var wg sync.WaitGroup
+	for _, res := range resources {
+		if !r.served[res.gvr] {
+			if !res.optional {
+				sink.Error(finding.ScanError{Cluster: t.Name, Message: fmt.Sprintf("%s are not served by this API server; checks that need them were skipped", res.gvr.Resource)})
+			}
+			continue
+		}
+		namespaces := []string{""}
+		if res.scope == watchedNamespaces {
+			namespaces = r.ns
+		}
+		for _, ns := range namespaces {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				r.list(ctx, res, ns)
+			}()
+		}
+	}
+	wg.Wait()
+	if r.served[gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions")] {
+		sink.MarkCRDsCollected(t.Name)
+	}
+	r.logs(ctx)
+	return ctx.Err()
+}
+
+func (r *clusterReader) discover(ctx context.Context, dc discovery.DiscoveryInterface) error {
+	type result struct {
+		lists []*metav1.APIResourceList
+		err   error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		_, lists, err := dc.ServerGroupsAndResources()
+		ch <- result{lists, err}
+	}()
+	var res result
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("no answer within %s", r.l.Timeout)
+	case res = <-ch:
+	}
+	if res.err != nil && len(res.lists) == 0 {
+		return res.err
+	}
+	if res.err != nil {
+		// Some aggregated API is down: what it serves is not needed.
+		r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: "discovery was partial: " + res.err.Error()})
+	}
+	r.served = map[schema.GroupVersionResource]bool{}
+	for _, l := range res.lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, ar := range l.APIResources {
+			r.served[gv.WithResource(ar.Name)] = true
+		}
+	}
+	return nil
+}
+
+// namespaces reads the watched namespaces (the Namespace objects themselves are kept).
+func (r *clusterReader) namespaces(ctx context.Context) error {
+	list, err := r.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			// Without namespace list rights, fall back to the well-known ones.
+			r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: "cannot list namespaces (forbidden); reading only the well-known ones"})
+			r.ns = []string{"cattle-fleet-system", "cattle-fleet-local-system", "cattle-system", "system-upgrade", "kube-system"}
+			return nil
+		}
+		return err
+	}
+	for i := range list.Items {
+		ns := &list.Items[i]
+		if !WatchedNamespace(ns.Name) {
+			continue
+		}
+		r.ns = append(r.ns, ns.Name)
+		ns.ManagedFields = nil
+		ns.APIVersion, ns.Kind = "v1", "Namespace"
+		r.emit(ns, "Namespace", ns.Namespace, ns.Name)
+	}
+	sort.Strings(r.ns)
+	return nil
+}
+
+func (r *clusterReader) emit(obj any, kind, ns, name string) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: fmt.Sprintf("encoding %s %s/%s: %v", kind, ns, name, err)})
+		return
+	}
+	var h snapshot.Header
+	_ = json.Unmarshal(raw, &h)
+	if err := r.sink.AddJSON(r.t.Name, "live "+r.t.Name, &h, raw); err != nil {
+		r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: err.Error()})
+	}
+}
+
+// list reads one resource, page by page, dropping managedFields as it goes.
+func (r *clusterReader) list(ctx context.Context, res resource, ns string) {
+	opts := metav1.ListOptions{Limit: r.l.PageSize, LabelSelector: res.selector}
+	for {
+		var cont string
+		var err error
+		if res.metaOnly {
+			var l *metav1.PartialObjectMetadataList
+			l, err = r.meta.Resource(res.gvr).Namespace(ns).List(ctx, opts)
+			if err == nil {
+				for i := range l.Items {
+					it := &l.Items[i]
+					it.ManagedFields = nil
+					it.APIVersion, it.Kind = res.gvr.GroupVersion().String(), res.kind
+					r.emit(it, res.kind, it.Namespace, it.Name)
+				}
+				cont = l.Continue
+			}
+		} else {
+			var l *unstructured.UnstructuredList
+			l, err = r.dyn.Resource(res.gvr).Namespace(ns).List(ctx, opts)
+			if err == nil {
+				for i := range l.Items {
+					r.item(&l.Items[i], res)
+				}
+				cont = l.GetContinue()
+			}
+		}
+		if err != nil {
+			where := "all namespaces"
+			if ns != "" {
+				where = "namespace " + ns
+			}
+			if res.scope == clusterScoped {
+				where = "cluster scope"
+			}
+			msg := fmt.Sprintf("cannot list %s in %s: %v", res.gvr.Resource, where, err)
+			if apierrors.IsForbidden(err) {
+				msg = fmt.Sprintf("forbidden: cannot list %s in %s (grant it with deploy/rbac/scan.yaml); checks that need them judged without them", res.gvr.Resource, where)
+			}
+			r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: msg})
+			return
+		}
+		if cont == "" {
+			return
+		}
+		opts.Continue = cont
+	}
+}
+
+func (r *clusterReader) item(u *unstructured.Unstructured, res resource) {
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	if res.kind == "CustomResourceDefinition" {
+		// The schemas are most of a CRD's size and no check reads them.
+		if vs, ok, _ := unstructured.NestedSlice(u.Object, "spec", "versions"); ok {
+			for _, v := range vs {
+				if m, ok := v.(map[string]any); ok {
+					delete(m, "schema")
+				}
+			}
+			_ = unstructured.SetNestedSlice(u.Object, vs, "spec", "versions")
+		}
+	}
+	if res.kind == "Pod" {
+		var p corev1.Pod
+		if err := runtimeFromUnstructured(u.Object, &p); err == nil {
+			r.mu.Lock()
+			r.pods = append(r.pods, &p)
+			r.mu.Unlock()
+		}
+	}
+	r.emit(u.Object, res.kind, u.GetNamespace(), u.GetName())
+}
+
+func runtimeFromUnstructured(obj map[string]any, into any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, into)
+}
+
+// logs reads the tail of the current and previous log of the pods the checks care about:
+// agents, and containers that are not ready or have restarted.
+func (r *clusterReader) logs(ctx context.Context) {
+	type req struct {
+		p         *corev1.Pod
+		container string
+		previous  bool
+	}
+	var reqs []req
+	pods := 0
+	sort.Slice(r.pods, func(i, j int) bool { return r.pods[i].Namespace+"/"+r.pods[i].Name < r.pods[j].Namespace+"/"+r.pods[j].Name })
+	for _, p := range r.pods {
+		agent := strings.HasPrefix(p.Name, "fleet-agent") || strings.HasPrefix(p.Name, "cattle-cluster-agent") || strings.HasPrefix(p.Name, "system-upgrade-controller")
+		var picked []req
+		for _, cs := range p.Status.ContainerStatuses {
+			if !agent && cs.Ready && cs.RestartCount == 0 {
+				continue
+			}
+			if cs.State.Running != nil || cs.State.Terminated != nil {
+				picked = append(picked, req{p, cs.Name, false})
+			}
+			if cs.RestartCount > 0 {
+				picked = append(picked, req{p, cs.Name, true})
+			}
+		}
+		if len(picked) == 0 {
+			continue
+		}
+		if pods++; pods > r.l.MaxLogPods {
+			break
+		}
+		reqs = append(reqs, picked...)
+	}
+	sem := make(chan struct{}, r.l.Concurrency)
+	var wg sync.WaitGroup
+	for _, q := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			lines, err := r.tail(ctx, q.p, q.container, q.previous)
+			if err != nil {
+				if apierrors.IsForbidden(err) {
+					r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: fmt.Sprintf("forbidden: cannot read logs of %s/%s (pods/log)", q.p.Namespace, q.p.Name)})
+					return
+				}
+				// A kubelet that does not answer, or a previous log that rotated away,
+				// leaves the checks with the pod's status and events: not a scan error.
+				return
+			}
+			file := "live " + r.t.Name + " logs/" + q.p.Namespace + "/" + q.p.Name + "/" + q.container
+			if q.previous {
+				file += ".previous.log"
+			} else {
+				file += ".log"
+			}
+			r.sink.AddLog(r.t.Name, q.p.Namespace, q.p.Name, q.container, q.previous, file, lines)
+		}()
+	}
+	wg.Wait()
+}
+
+func (r *clusterReader) tail(ctx context.Context, p *corev1.Pod, container string, previous bool) ([]string, error) {
+	n := r.l.LogLines
+	rc, err := r.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &n}).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, 8<<20))
+	if err != nil {
+		return nil, err
+	}
+	return tailLines(b, Limits{MaxLogLines: int(n), MaxLineBytes: DefaultLimits.MaxLineBytes}), nil
+}
