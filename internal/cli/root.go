@@ -118,6 +118,6 @@ It is read-only: nothing in a cluster is changed by scan or explain.`,
 	if name != "unstick" {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl unstick"}
 	}
-	root.AddCommand(newScanCmd(s), newExplainCmd(s), newVersionCmd(s))
+	root.AddCommand(newScanCmd(s), newExplainCmd(s), newCollectCmd(s), newVersionCmd(s))
 	return root
 }

@@ -444,8 +444,10 @@ func matchFleetClusters(s *Snapshot) {
 		if c.FleetCluster != "" || c.Role == Management && len(c.FleetClusters) > 0 && !hasLocalAgent(c) {
 			continue
 		}
+		rancherID := rancherClusterID(c.Server)
 		for _, fc := range fleet {
-			if fc.Name == c.Name || fc.Labels[LabelRancherDisplayName] == c.Name || fc.Labels[LabelRancherClusterName] == c.Name {
+			if fc.Name == c.Name || fc.Labels[LabelRancherDisplayName] == c.Name || fc.Labels[LabelRancherClusterName] == c.Name ||
+				(rancherID != "" && (fc.Labels[LabelRancherClusterName] == rancherID || fc.Name == rancherID)) {
 				c.FleetCluster = fc.Namespace + "/" + fc.Name
 				break
 			}
@@ -462,6 +464,17 @@ func matchFleetClusters(s *Snapshot) {
 			}
 		}
 	}
+}
+
+// rancherClusterID is the cluster ID in a server URL proxied by Rancher:
+// https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt.
+func rancherClusterID(server string) string {
+	_, rest, ok := strings.Cut(server, "/k8s/clusters/")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return id
 }
 
 func hasLocalAgent(c *Cluster) bool {

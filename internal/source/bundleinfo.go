@@ -6,6 +6,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -26,6 +27,8 @@ type BundleInfo struct {
 	Collector   string              `json:"collector,omitempty"`
 	Clusters    []BundleInfoCluster `json:"clusters,omitempty"`
 	Redacted    []string            `json:"redacted,omitempty"`
+	// Errors are what went wrong while collecting; a scan of the bundle reports them again.
+	Errors []finding.ScanError `json:"errors,omitempty"`
 }
 
 // BundleInfoCluster describes one cluster of a bundle.
@@ -35,6 +38,8 @@ type BundleInfoCluster struct {
 	Server       string        `json:"server,omitempty"`
 	Context      string        `json:"context,omitempty"`
 	FleetCluster string        `json:"fleetCluster,omitempty"`
+	// CRDsCollected says the cluster's CRDs were listed, so an absent one is missing.
+	CRDsCollected bool `json:"crdsCollected,omitempty"`
 }
 
 // ParseBundleInfo reads and validates a metadata document.

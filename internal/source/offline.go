@@ -242,6 +242,12 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		l.b.SetCollectedAt(l.info.CollectedAt)
 		for _, c := range l.info.Clusters {
 			l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster})
+			if c.CRDsCollected {
+				l.b.MarkCRDsCollected(c.Name)
+			}
+		}
+		for _, e := range l.info.Errors {
+			l.b.Error(e) // what went wrong when the bundle was collected
 		}
 		if len(l.info.Clusters) == 1 {
 			single = l.info.Clusters[0].Name

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/unstick-dev/unstick/internal/source"
+)
+
+type collectOptions struct {
+	s      Streams
+	kube   *kubeFlags
+	output string
+	quiet  bool
+}
+
+func newCollectCmd(s Streams) *cobra.Command {
+	o := &collectOptions{s: s, kube: newKubeFlags()}
+	cmd := &cobra.Command{
+		Use:   "collect -o FILE.tar.gz|DIR",
+		Short: "Write a redacted offline bundle of live clusters, for support or a later scan",
+		Long: `Reads the same objects and logs a live scan reads — from the current context, the contexts
+named with --context, or --all-contexts — and writes them as an offline bundle: one
+sub-directory per cluster under clusters/<name>/, pod logs under logs/, and
+unstick-bundle.yaml with the collection time, the clusters and what was redacted.
+
+'unstick scan --from' on the bundle gives the findings the live scan gave at that time.
+
+Redacted by default: Secret payloads (Helm release Secrets keep only a re-encoded record of
+their metadata — name, revision, status, times, chart — never values or manifests),
+ConfigMap values, environment values whose names look secret, and
+last-applied-configuration annotations.`,
+		Example: `  # The current context, as a tar.gz to attach to a ticket
+  unstick collect -o fleet-$(date +%F).tar.gz
+
+  # The management cluster and two downstream clusters, as a directory
+  unstick collect --context rancher --context prod-eu-1 --context prod-us-1 -o ./bundle
+
+  # Later, anywhere
+  unstick scan --from fleet-2026-11-28.tar.gz`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.output == "" {
+				return usageErrorf("collect needs -o FILE.tar.gz or -o DIR")
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "where to write the bundle: a .tar.gz/.tgz file or a new directory")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	o.kube.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *collectOptions) run(ctx context.Context) error {
+	prog := newProgress(o.s.ErrOut, o.quiet)
+	live, err := o.kube.live(func(done, total int) { prog.update("collecting clusters: %d/%d", done, total) })
+	if err != nil {
+		return err
+	}
+	w := source.NewBundleWriter("unstick "+versionString(), time.Now())
+	err = live.Read(ctx, w)
+	prog.done()
+	if err != nil {
+		return err
+	}
+	n, err := w.Write(o.output)
+	if err != nil {
+		return fmt.Errorf("writing the bundle: %w", err)
+	}
+	red := w.Redacted()
+	msg := fmt.Sprintf("wrote %s: %d clusters, %d files", o.output, len(live.Targets), n)
+	if len(red) > 0 {
+		msg += "; redacted " + strings.Join(red, ", ")
+	}
+	_, err = fmt.Fprintln(o.s.ErrOut, msg)
+	return err
+}

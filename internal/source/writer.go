@@ -1,0 +1,323 @@
+package source
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// BundleWriter is the Sink of `unstick collect`: it keeps what a live read returns, redacted,
+// and writes it as an offline bundle (docs/bundle-format.md) that scans the same.
+type BundleWriter struct {
+	mu       sync.Mutex
+	info     BundleInfo
+	clusters map[string]*BundleInfoCluster
+	files    map[string][]json.RawMessage // bundle path → List items
+	logs     map[string][]string
+	redacted map[string]int
+}
+
+// NewBundleWriter starts an empty bundle collected at t.
+func NewBundleWriter(collector string, t time.Time) *BundleWriter {
+	return &BundleWriter{
+		info:     BundleInfo{CollectedAt: t.UTC().Truncate(time.Second), Collector: collector},
+		clusters: map[string]*BundleInfoCluster{},
+		files:    map[string][]json.RawMessage{},
+		logs:     map[string][]string{},
+		redacted: map[string]int{},
+	}
+}
+
+func (w *BundleWriter) cluster(name string) *BundleInfoCluster {
+	c := w.clusters[name]
+	if c == nil {
+		c = &BundleInfoCluster{Name: name}
+		w.clusters[name] = c
+	}
+	return c
+}
+
+// DeclareCluster records a cluster and where it was read from.
+func (w *BundleWriter) DeclareCluster(ci snapshot.ClusterInfo) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.cluster(ci.Name)
+	c.Server, c.Context, c.FleetCluster = ci.Server, ci.Name, ci.FleetCluster
+	c.Role = ci.Role
+}
+
+// MarkCRDsCollected records that the cluster's CRDs were listed (even if there were none).
+func (w *BundleWriter) MarkCRDsCollected(cluster string) {
+	w.mu.Lock()
+	w.cluster(cluster).CRDsCollected = true
+	w.mu.Unlock()
+}
+
+// Error keeps a read error; the bundle carries it so a later scan reports it too.
+func (w *BundleWriter) Error(e finding.ScanError) {
+	w.mu.Lock()
+	w.info.Errors = append(w.info.Errors, e)
+	w.mu.Unlock()
+}
+
+// AddLog keeps a container log tail.
+func (w *BundleWriter) AddLog(cluster, namespace, pod, container string, previous bool, _ string, lines []string) {
+	p := path.Join("clusters", cluster, "logs", namespace, pod, container)
+	if previous {
+		p += ".previous.log"
+	} else {
+		p += ".log"
+	}
+	w.mu.Lock()
+	w.logs[p] = lines
+	w.mu.Unlock()
+}
+
+// AddJSON keeps one object, redacted, in the List file of its kind and namespace.
+func (w *BundleWriter) AddJSON(cluster, _ string, h *snapshot.Header, raw []byte) error {
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	redact(h.Kind, obj, counts)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	ns := h.Metadata.Namespace
+	if ns == "" {
+		ns = "_cluster"
+	}
+	p := path.Join("clusters", cluster, ns, strings.ToLower(h.Kind)+".json")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cluster(cluster)
+	w.files[p] = append(w.files[p], b)
+	for k, v := range counts {
+		w.redacted[k] += v
+	}
+	return nil
+}
+
+// Redacted summarises what was removed, e.g. "12 Secret payloads".
+func (w *BundleWriter) Redacted() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for k, v := range w.redacted {
+		out = append(out, fmt.Sprintf("%d %s", v, k))
+	}
+	sort.Strings(out)
+	return out
+}
+
+var secretEnvName = regexp.MustCompile(`(?i)(token|passw|secret|key|credential|auth|cert|private)`)
+
+// redact removes secret payloads in place and counts what it removed: Secret data (Helm
+// release Secrets keep a re-encoded record of their metadata only), ConfigMap values, env
+// values whose names look secret, and last-applied-configuration annotations.
+func redact(kind string, obj map[string]any, counts map[string]int) {
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+				delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+				counts["last-applied-configuration annotations"]++
+			}
+		}
+	}
+	switch kind {
+	case "Secret":
+		data, _ := obj["data"].(map[string]any)
+		typ, _ := obj["type"].(string)
+		if typ == helmrelease.SecretType {
+			if enc, ok := data["release"].(string); ok {
+				if min, err := minimalRelease(enc); err == nil {
+					obj["data"] = map[string]any{"release": min}
+					counts["Helm release payloads reduced to their metadata"]++
+					return
+				}
+			}
+		}
+		for k := range data {
+			data[k] = ""
+		}
+		if len(data) > 0 {
+			counts["Secret payloads"]++
+		}
+		delete(obj, "stringData")
+	case "ConfigMap":
+		data, _ := obj["data"].(map[string]any)
+		for k := range data {
+			data[k] = ""
+		}
+		if len(data) > 0 {
+			counts["ConfigMap payloads"]++
+		}
+		delete(obj, "binaryData")
+	default:
+		redactEnv(obj, counts)
+	}
+}
+
+func redactEnv(v any, counts map[string]int) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if k == "env" {
+				if list, ok := val.([]any); ok {
+					for _, e := range list {
+						if m, ok := e.(map[string]any); ok {
+							name, _ := m["name"].(string)
+							if _, has := m["value"]; has && secretEnvName.MatchString(name) {
+								m["value"] = "[redacted]"
+								counts["environment values"]++
+							}
+						}
+					}
+				}
+				continue
+			}
+			redactEnv(val, counts)
+		}
+	case []any:
+		for _, e := range x {
+			redactEnv(e, counts)
+		}
+	}
+}
+
+// minimalRelease re-encodes a Helm release record with only what unstick reads (name,
+// namespace, revision, status, times, description, chart name and versions), in Helm's own
+// storage encoding, so the bundle's Secret decodes like the original: no values, no manifest.
+func minimalRelease(apiValue string) (string, error) {
+	raw, err := base64.StdEncoding.DecodeString(apiValue)
+	if err != nil {
+		return "", err
+	}
+	rel, err := helmrelease.Decode(raw)
+	if err != nil {
+		return "", err
+	}
+	out := &release.Release{Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version}
+	if rel.Info != nil {
+		out.Info = &release.Info{FirstDeployed: rel.Info.FirstDeployed, LastDeployed: rel.Info.LastDeployed, Deleted: rel.Info.Deleted, Description: rel.Info.Description, Status: rel.Info.Status}
+	}
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		out.Chart = &chart.Chart{Metadata: &chart.Metadata{Name: rel.Chart.Metadata.Name, Version: rel.Chart.Metadata.Version, AppVersion: rel.Chart.Metadata.AppVersion, APIVersion: rel.Chart.Metadata.APIVersion}}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", err
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(b); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	helmForm := base64.StdEncoding.EncodeToString(gz.Bytes())
+	return base64.StdEncoding.EncodeToString([]byte(helmForm)), nil
+}
+
+// Write writes the bundle to dest: a .tar.gz/.tgz file, or a new (or empty) directory.
+func (w *BundleWriter) Write(dest string) (files int, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	contents := map[string][]byte{}
+	for p, items := range w.files {
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+		b, err := json.MarshalIndent(list, "", " ")
+		if err != nil {
+			return 0, err
+		}
+		contents[p] = b
+	}
+	for p, lines := range w.logs {
+		contents[p] = []byte(strings.Join(lines, "\n") + "\n")
+	}
+	info := w.info
+	names := make([]string, 0, len(w.clusters))
+	for n := range w.clusters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		info.Clusters = append(info.Clusters, *w.clusters[n])
+	}
+	for k, v := range w.redacted {
+		info.Redacted = append(info.Redacted, fmt.Sprintf("%d %s", v, k))
+	}
+	sort.Strings(info.Redacted)
+	meta, err := info.Marshal()
+	if err != nil {
+		return 0, err
+	}
+	contents[BundleInfoFile] = meta
+	paths := make([]string, 0, len(contents))
+	for p := range contents {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	if strings.HasSuffix(dest, ".tar.gz") || strings.HasSuffix(dest, ".tgz") {
+		return len(paths), writeTarGz(dest, paths, contents, info.CollectedAt)
+	}
+	if ents, err := os.ReadDir(dest); err == nil && len(ents) > 0 {
+		return 0, fmt.Errorf("%s exists and is not empty; choose a new directory or a .tar.gz file", dest)
+	}
+	for _, p := range paths {
+		full := filepath.Join(dest, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return 0, err
+		}
+		if err := os.WriteFile(full, contents[p], 0o600); err != nil {
+			return 0, err
+		}
+	}
+	return len(paths), nil
+}
+
+func writeTarGz(dest string, paths []string, contents map[string][]byte, mtime time.Time) error {
+	f, err := os.OpenFile(dest, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	for _, p := range paths {
+		b := contents[p]
+		if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o600, Size: int64(len(b)), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(b); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
