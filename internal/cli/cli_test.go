@@ -76,7 +76,7 @@ func TestScanExampleFindsEachStuckUpgrade(t *testing.T) {
 	}
 	want := map[string]string{ // root cause ID → the downstream cluster it is about
 		"helm/release-pending":     "prod-eu-1",
-		"crd/missing":              "prod-us-1",
+		"agent/crd-missing":        "prod-us-1",
 		"pod/unschedulable-taints": "edge-arm-1",
 	}
 	for id, cluster := range want {

@@ -263,6 +263,7 @@ func (b *Builder) addLocked(c *Cluster, src string, h *Header, obj any) error {
 	case *corev1.Node:
 		c.Nodes = append(c.Nodes, o)
 	case *corev1.Event:
+		normaliseSeries(o)
 		c.Events = append(c.Events, o)
 	case *corev1.Namespace:
 		c.Namespaces = append(c.Namespaces, o)
@@ -374,6 +375,21 @@ func (c *Cluster) indexEvents() {
 	}
 	for _, evs := range c.eventsBy {
 		sort.SliceStable(evs, func(i, j int) bool { return EventTime(evs[i]).Before(EventTime(evs[j])) })
+	}
+}
+
+// normaliseSeries folds an event series (what the scheduler and other events.k8s.io recorders
+// write: eventTime + series{count, lastObservedTime}, no first/lastTimestamp) into the
+// count/lastTimestamp the checks read.
+func normaliseSeries(e *corev1.Event) {
+	if e.Series == nil {
+		return
+	}
+	if e.Series.Count > e.Count {
+		e.Count = e.Series.Count
+	}
+	if t := e.Series.LastObservedTime.Time; t.After(e.LastTimestamp.Time) {
+		e.LastTimestamp = metav1.Time{Time: t}
 	}
 }
 
