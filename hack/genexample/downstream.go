@@ -286,7 +286,7 @@ func (w *world) prodUS(c *fcl, o *out) {
 	runs, backoffs := crashRuns(mustTime("2026-11-28T07:20:22Z"), 199*time.Second, collectedAt)
 	last := runs[len(runs)-1]
 	restarts := int32(len(runs) - 1)
-	podUID := uid(o.root + "|Pod|" + c.agentNS + "|" + podName)
+	podUID := uid(o.id + "|Pod|" + c.agentNS + "|" + podName)
 	podRef := fmt.Sprintf("%s_%s(%s)", podName, c.agentNS, podUID)
 	p := o.pod(ctrlRef(rs, "apps/v1", "ReplicaSet"), rs.Spec.Template, c.agentNS, podState{
 		name: podName, created: "2026-11-28T07:20:19Z", node: "prod-us-1-worker-0", hostIP: "10.30.1.21", podIP: "10.30.1.21",

@@ -31,7 +31,7 @@ func (o *out) meta(kind, name, ns, created string, labels, annotations map[strin
 	return metav1.ObjectMeta{
 		Name:              name,
 		Namespace:         ns,
-		UID:               uid(o.root + "|" + kind + "|" + ns + "|" + name),
+		UID:               uid(o.id + "|" + kind + "|" + ns + "|" + name),
 		ResourceVersion:   o.nextRV(),
 		CreationTimestamp: mt(created),
 		Labels:            labels,

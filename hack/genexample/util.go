@@ -137,6 +137,7 @@ type listKey struct{ ns, resource string }
 // tools produce.
 type out struct {
 	root  string // .../clusters/<name>
+	id    string // the cluster's name: seeds UIDs, so they do not depend on where the bundle is written
 	dump  bool   // fleet-dump style: <resource>_<namespace>_<name> JSON files
 	rv    int    // resourceVersion counter
 	lists map[listKey][]any
@@ -144,7 +145,7 @@ type out struct {
 }
 
 func newOut(root string, dump bool, rvBase int) *out {
-	return &out{root: root, dump: dump, rv: rvBase, lists: map[listKey][]any{}, files: map[string][]byte{}}
+	return &out{root: root, id: filepath.Base(root), dump: dump, rv: rvBase, lists: map[listKey][]any{}, files: map[string][]byte{}}
 }
 
 func (o *out) nextRV() string {

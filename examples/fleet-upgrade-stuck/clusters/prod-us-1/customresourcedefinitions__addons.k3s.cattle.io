@@ -6,7 +6,7 @@
     "generation": 1,
     "name": "addons.k3s.cattle.io",
     "resourceVersion": "57410348",
-    "uid": "188a4c42-adf6-47d4-a5d7-dae5924a2e95"
+    "uid": "9186a32b-81a1-409e-99cc-f79165bc4aa3"
   },
   "spec": {
     "conversion": {

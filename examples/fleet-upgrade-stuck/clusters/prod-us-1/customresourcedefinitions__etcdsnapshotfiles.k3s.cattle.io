@@ -6,7 +6,7 @@
     "generation": 1,
     "name": "etcdsnapshotfiles.k3s.cattle.io",
     "resourceVersion": "57410363",
-    "uid": "4f4c3ac2-eaba-47e1-9595-876666355999"
+    "uid": "561609e5-3a4b-40f6-9a35-4484e224dc27"
   },
   "spec": {
     "conversion": {

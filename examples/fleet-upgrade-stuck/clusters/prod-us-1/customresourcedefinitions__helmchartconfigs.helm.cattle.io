@@ -6,7 +6,7 @@
     "generation": 1,
     "name": "helmchartconfigs.helm.cattle.io",
     "resourceVersion": "57410380",
-    "uid": "b284d073-8037-49d4-8fdc-c75569abb57a"
+    "uid": "8ab1a777-239f-46c4-be14-c40656b16117"
   },
   "spec": {
     "conversion": {

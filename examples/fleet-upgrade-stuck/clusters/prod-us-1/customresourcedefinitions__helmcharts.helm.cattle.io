@@ -6,7 +6,7 @@
     "generation": 1,
     "name": "helmcharts.helm.cattle.io",
     "resourceVersion": "57410388",
-    "uid": "55de5e68-9fa1-4122-bc48-0355fb7138c2"
+    "uid": "32ca7d93-9183-4c99-8139-8ee18512dd12"
   },
   "spec": {
     "conversion": {

@@ -6,7 +6,7 @@
     "generation": 1,
     "name": "plans.upgrade.cattle.io",
     "resourceVersion": "57410404",
-    "uid": "179ea106-a159-454e-ac34-de95ea47a19d"
+    "uid": "33897553-247f-4f9f-9ec9-f575d3bab176"
   },
   "spec": {
     "conversion": {

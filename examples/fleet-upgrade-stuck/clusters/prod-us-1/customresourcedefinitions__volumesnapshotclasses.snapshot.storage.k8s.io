@@ -6,7 +6,7 @@
     "generation": 1,
     "name": "volumesnapshotclasses.snapshot.storage.k8s.io",
     "resourceVersion": "57410423",
-    "uid": "8babf670-0dbe-4365-adc1-e65baf5e435d"
+    "uid": "ff79e923-7f19-40cb-bfcf-dcc7d8053fb2"
   },
   "spec": {
     "conversion": {

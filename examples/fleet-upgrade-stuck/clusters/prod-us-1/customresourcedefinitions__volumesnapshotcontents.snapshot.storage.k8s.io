@@ -6,7 +6,7 @@
     "generation": 1,
     "name": "volumesnapshotcontents.snapshot.storage.k8s.io",
     "resourceVersion": "57410435",
-    "uid": "ea20c952-6959-43e9-a8c5-90151304b84e"
+    "uid": "1edb8d87-e15d-4786-83d0-565c9810c139"
   },
   "spec": {
     "conversion": {

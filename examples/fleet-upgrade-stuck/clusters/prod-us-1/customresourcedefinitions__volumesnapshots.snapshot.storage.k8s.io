@@ -6,7 +6,7 @@
     "generation": 1,
     "name": "volumesnapshots.snapshot.storage.k8s.io",
     "resourceVersion": "57410446",
-    "uid": "f6544936-7ef0-4e33-9a28-f70473e3f960"
+    "uid": "6521e7ec-6ddb-400c-a0a2-d80f9dd03044"
   },
   "spec": {
     "conversion": {
