@@ -72,18 +72,48 @@ var fleetAgentUpgrade = Check{
 		var out []finding.Finding
 		after := ctx.Thresholds.Duration("fleet.agentUpgradeStuckAfter")
 		for _, a := range agentStates(ctx.Snap) {
-			why := fleet.AgentNotDeployedReasons(a.fc)
+			var why []string
+			if managerDeploysAgent(a.fc) {
+				why = fleet.AgentNotDeployedReasons(a.fc)
+			}
 			var since time.Time
 			var evidence []finding.Evidence
 			src := sourceOf(a.mgmt, fleetClusterRef(a.fc))
 			if len(why) > 0 {
-				since = earliest(clusterConditionTime(a.fc, "Ready", "False"), clusterConditionTime(a.fc, "Processed", "False"))
+				// The import controller is what (re)deploys a manager-initiated agent; when it
+				// fails it sets the Imported condition False (wrangler status handler). Only
+				// without that do the cluster's Ready/Processed conditions date the problem.
+				since = clusterConditionTime(a.fc, "Imported", "False")
+				if since.IsZero() {
+					since = earliest(clusterConditionTime(a.fc, "Ready", "False"), clusterConditionTime(a.fc, "Processed", "False"))
+				}
+				if since.IsZero() {
+					// Nothing dates it: at least a cluster younger than the threshold is still
+					// being set up, not stuck.
+					since = a.fc.CreationTimestamp.Time
+				}
 				evidence = append(evidence, ev(src, "%s", strings.Join(why, "; ")))
+				if c := fleet.Condition(a.fc.Status.Conditions, "Imported"); c != nil && string(c.Status) == "False" && c.Message != "" {
+					evidence = append(evidence, ev(src, "condition Imported=False: %s", firstLine(c.Message)))
+				}
 			}
 			if bd := a.agentBD; bd != nil {
 				st := fleet.BDState(bd)
 				if st == fleet.StateErrApplied || st == fleet.StateWaitApplied || st == fleet.StateNotReady {
-					since = earliest(since, bdConditionTime(bd, "Deployed"), bdConditionTime(bd, "Ready"))
+					switch st {
+					case fleet.StateErrApplied:
+						since = earliest(since, bdConditionTime(bd, "Deployed"))
+					case fleet.StateWaitApplied:
+						w := waitAppliedSince(a.mgmt, bd, a.fc)
+						if w.IsZero() && len(why) == 0 {
+							// A wait that cannot be timed may have begun a second ago: every
+							// agent upgrade passes through WaitApplied.
+							continue
+						}
+						since = earliest(since, w)
+					case fleet.StateNotReady:
+						since = earliest(since, bdConditionTime(bd, "Ready"))
+					}
 					msg := bdMessage(bd)
 					text := fmt.Sprintf("agent BundleDeployment %s is %s", bd.Name, st)
 					if st != fleet.StateNotReady {
@@ -116,6 +146,19 @@ var fleetAgentUpgrade = Check{
 		}
 		return out, nil
 	},
+}
+
+// managerDeploysAgent reports whether the Fleet controller itself deploys this cluster's agent
+// (manager-initiated registration: spec.kubeConfigSecret set, as Rancher does for the clusters
+// it manages and Fleet for its local cluster). Only then does Fleet track the agent with
+// agentDeployedGeneration and the migration flags; for agent-initiated registrations and
+// clusters labelled fleet.cattle.io/non-managed-agent those fields stay unset for good, and
+// reading them as "not deployed" would flag every such cluster (rancher/fleet import.go).
+func managerDeploysAgent(fc *fleetv1.Cluster) bool {
+	if _, ok := fc.Labels["fleet.cattle.io/non-managed-agent"]; ok {
+		return false
+	}
+	return fc.Spec.KubeConfigSecret != ""
 }
 
 func shortID(id string) string {
@@ -207,10 +250,35 @@ var fleetRegistration = Check{
 			}
 			var f finding.Finding
 			if len(pending) > 0 {
-				r := pending[len(pending)-1]
-				f = a.finding(ctx, "fleet/registration-broken", fmt.Sprintf("agent of cluster %s is trying to register but its ClusterRegistration %s/%s was never granted", clusterName(ctx.Snap, a.fc), r.Namespace, r.Name))
-				f.Evidence = []finding.Evidence{ev(sourceOf(a.mgmt, ref("fleet.cattle.io/v1alpha1", "ClusterRegistration", r.Namespace, r.Name)), "status.granted=false clientID=%s", id)}
-				f.Since = timePtr(r.CreationTimestamp.Time)
+				// The controller grants a request within seconds once the cluster's namespace
+				// exists, and deletes older requests only after granting a newer one; so the
+				// oldest ungranted request dates the failure. One younger than the threshold is
+				// an agent (re-)registering right now.
+				oldest := pending[0]
+				for _, r := range pending[1:] {
+					if r.CreationTimestamp.Before(&oldest.CreationTimestamp) {
+						oldest = r
+					}
+				}
+				if created := oldest.CreationTimestamp.Time; !created.IsZero() && ctx.Age(created) < stale {
+					continue
+				}
+				summary := fmt.Sprintf("agent of cluster %s is trying to register but its ClusterRegistration %s/%s was never granted", clusterName(ctx.Snap, a.fc), oldest.Namespace, oldest.Name)
+				if len(pending) > 1 {
+					summary = fmt.Sprintf("agent of cluster %s is trying to register but none of its %d ClusterRegistrations was granted", clusterName(ctx.Snap, a.fc), len(pending))
+				}
+				if !oldest.CreationTimestamp.IsZero() {
+					summary += fmt.Sprintf(" (the first %s ago)", human(ctx.Age(oldest.CreationTimestamp.Time)))
+				}
+				f = a.finding(ctx, "fleet/registration-broken", summary)
+				for i, r := range pending {
+					if i == 3 {
+						break
+					}
+					f.Evidence = append(f.Evidence, ev(sourceOf(a.mgmt, ref("fleet.cattle.io/v1alpha1", "ClusterRegistration", r.Namespace, r.Name)),
+						"%s/%s: status.granted=false clientID=%s created=%s", r.Namespace, r.Name, id, lastSeenText(r.CreationTimestamp.Time)))
+				}
+				f.Since = timePtr(oldest.CreationTimestamp.Time)
 			} else {
 				f = a.finding(ctx, "fleet/registration-broken", fmt.Sprintf("agent of cluster %s has no granted ClusterRegistration for client ID %s and is not checking in", clusterName(ctx.Snap, a.fc), id))
 				f.Evidence = []finding.Evidence{ev(sourceOf(a.mgmt, fleetClusterRef(a.fc)), "spec.clientID=%s; no ClusterRegistration with status.granted=true; status.agent.lastSeen=%s", id, lastSeenText(last))}

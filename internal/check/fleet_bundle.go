@@ -65,7 +65,13 @@ var fleetBundles = Check{
 					f.Signature = "err-applied|" + genericBundle(bundle) + "|" + classify.Signature(msg)
 					out = append(out, f)
 				case fleet.StateWaitApplied:
-					since := earliest(bdConditionTime(bd, "Deployed"), bdConditionTime(bd, "Ready"))
+					if bd.Spec.Paused || bd.Spec.OffSchedule {
+						// The agent deliberately leaves paused and off-schedule
+						// BundleDeployments alone (rancher/fleet agent bundledeployment
+						// controller): waiting is what they are meant to do.
+						continue
+					}
+					since := waitAppliedSince(m, bd, fc)
 					if since.IsZero() || ctx.Age(since) < waitAfter {
 						continue
 					}
@@ -88,6 +94,41 @@ var fleetBundles = Check{
 		}
 		return out, nil
 	},
+}
+
+// waitAppliedSince is a moment by which a BundleDeployment was certainly already waiting for
+// the agent to apply its revision. Its own conditions cannot tell: while it waits, nothing has touched
+// them since the agent applied the previous revision (Deployed=True, often weeks old), so
+// they would make every fresh rollout look stuck. What does change when the controller hands
+// out a new deploymentID is the Ready condition of the Bundle ("WaitApplied(1) [Cluster …]")
+// and of the target Cluster ("WaitApplied(1) [Bundle …]"): Fleet (wrangler) bumps their
+// lastUpdateTime whenever the message changes, so each is at or after the moment the wait
+// began. The earlier of the two is therefore still a safe lower bound of the wait. Zero when
+// neither was collected: the wait cannot be timed and is not reported.
+func waitAppliedSince(m *snapshot.Cluster, bd *fleetv1.BundleDeployment, fc *fleetv1.Cluster) time.Time {
+	var ts []time.Time
+	if b := bundleOf(m, bd); b != nil {
+		if c := fleet.Condition(b.Status.Conditions, "Ready"); c != nil && string(c.Status) == "False" {
+			ts = append(ts, latest(snapshot.ParseTime(c.LastUpdateTime), snapshot.ParseTime(c.LastTransitionTime)))
+		}
+	}
+	if fc != nil {
+		if c := fleet.Condition(fc.Status.Conditions, "Ready"); c != nil && string(c.Status) == "False" {
+			ts = append(ts, latest(snapshot.ParseTime(c.LastUpdateTime), snapshot.ParseTime(c.LastTransitionTime)))
+		}
+	}
+	return earliest(ts...)
+}
+
+// bundleOf returns the Bundle a BundleDeployment was made from, if it was collected.
+func bundleOf(m *snapshot.Cluster, bd *fleetv1.BundleDeployment) *fleetv1.Bundle {
+	name, ns := fleet.BundleName(bd), bd.Labels[fleet.LabelBundleNamespace]
+	for _, b := range m.Bundles {
+		if b.Name == name && (ns == "" || b.Namespace == ns) {
+			return b
+		}
+	}
+	return nil
 }
 
 // contentRef matches Fleet's message for a BundleDeployment whose manifest Content is gone.
@@ -113,7 +154,11 @@ var fleetContent = Check{
 						break
 					}
 				}
-				if content == "" && len(m.Contents) > 0 {
+				// Without an error message, judge by the Contents that were read — but only for a
+				// revision the agent still has to download: once applied, the agent never reads
+				// the Content again (Fleet garbage-collects old ones), and BundleDeployments with
+				// OCI storage or from a HelmOp carry no Content at all.
+				if content == "" && len(m.Contents) > 0 && needsContent(bd) {
 					id, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
 					if id != "" && !m.HasContent(id) {
 						content = id
@@ -142,6 +187,15 @@ var fleetContent = Check{
 		}
 		return out, nil
 	},
+}
+
+// needsContent reports whether the agent must still fetch a Content object for the
+// BundleDeployment's current deploymentID.
+func needsContent(bd *fleetv1.BundleDeployment) bool {
+	if bd.Spec.OCIContents || bd.Spec.HelmChartOptions != nil {
+		return false
+	}
+	return bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID
 }
 
 func bdTexts(bd *fleetv1.BundleDeployment) []string {

@@ -16,9 +16,9 @@ import (
 // Field reports' "Pending-Upgrade": an agent killed mid-upgrade leaves its own release
 // pending-upgrade, after which every helm operation fails with "another operation
 // (install/upgrade/rollback) is in progress" (helm pkg/action). Fleet retries with a rollback,
-// so a release that stays pending means that retry keeps failing. With only a pending or
-// failed revision left (Fleet keeps 2 revisions), there is nothing to roll back to:
-// "has no deployed releases".
+// so a release that stays pending means that retry keeps failing. With only a pending
+// revision left, or the one before it pruned (Fleet keeps 2 revisions), there is nothing to
+// roll back to: "has no deployed releases" / "release has no <n> version".
 var helmReleases = Check{
 	Name:  "helm/releases",
 	Emits: []string{"helm/release-pending", "helm/release-failed", "helm/no-deployed-release"},
@@ -44,25 +44,59 @@ var helmReleases = Check{
 					f := base("helm/release-pending", fmt.Sprintf("Helm release %s/%s revision %d has been %s for %s; Helm refuses every other operation on it (\"another operation (install/upgrade/rollback) is in progress\")",
 						newest.Namespace, newest.Name, newest.Revision, newest.Status, human(age)))
 					f.Since = timePtr(newest.Since())
-					f.Signature = "helm-pending|" + newest.Status + "|" + newest.Chart + "|" + newest.ChartVersion
+					f.Signature = "helm-pending|" + newest.Status + "|" + chartSignature(newest)
 					out = append(out, f)
+					// Nothing to roll back to: Helm's Deployed() answers "has no deployed
+					// releases", or the revision a rollback targets (newest-1) was pruned —
+					// Fleet keeps 2 revisions, Helm's pruning spares only the last deployed
+					// one — and Helm answers "release has no <n> version". (Fleet v0.16 marks
+					// such an orphaned pending revision failed itself; one that persists past
+					// helm.pendingAfter means that did not happen.) A failed newest revision is
+					// not blocked this way: with nothing deployed Fleet installs over it
+					// (install with Replace), so it is only helm/release-failed.
+					prev := newest.Revision - 1
+					if deployed == nil || (prev > 0 && !hasRevision(hist, prev)) {
+						why := "no revision is deployed"
+						if deployed != nil {
+							why = fmt.Sprintf("revision %d, the target of a rollback from revision %d, is no longer stored", prev, newest.Revision)
+						}
+						g := base("helm/no-deployed-release", fmt.Sprintf("Helm release %s/%s has nothing to roll back to: %s (history: %s)", newest.Namespace, newest.Name, why, historyLine(hist)))
+						g.Since = timePtr(newest.Since())
+						out = append(out, g)
+					}
 				case newest.Status == "failed":
 					f := base("helm/release-failed", fmt.Sprintf("Helm release %s/%s revision %d failed: %s", newest.Namespace, newest.Name, newest.Revision, orDash(newest.Description)))
 					f.Since = timePtr(newest.Since())
-					f.Signature = "helm-failed|" + newest.Chart + "|" + newest.ChartVersion
-					out = append(out, f)
-				default:
-					continue
-				}
-				if deployed == nil {
-					f := base("helm/no-deployed-release", fmt.Sprintf("Helm release %s/%s has no deployed revision left to roll back to (history: %s)", newest.Namespace, newest.Name, historyLine(hist)))
-					f.Since = timePtr(newest.Since())
+					f.Signature = "helm-failed|" + chartSignature(newest)
 					out = append(out, f)
 				}
 			}
 		}
 		return out, nil
 	},
+}
+
+// chartSignature is the cluster-independent part of a release's chart for fleet-wide
+// grouping. Fleet renders a bundle without a chart of its own into a chart named after the
+// BundleDeployment with version v0.0.0+<manifest ID> (fleet helmdeployer/render); for the
+// agent that name carries the cluster (fleet-agent-<cluster>) and the manifest ID differs
+// with per-cluster agent settings (tolerations, resources, env), so the agent's own release
+// is reduced to "fleet-agent". Other charts keep name and version: the same bundle content
+// has the same manifest ID on every cluster.
+func chartSignature(r *helmrelease.Release) string {
+	if fleet.IsAgentBundle(r.Chart) || fleet.IsAgentBundle(r.Name) {
+		return "fleet-agent"
+	}
+	return r.Chart + "|" + r.ChartVersion
+}
+
+func hasRevision(hist []*helmrelease.Release, rev int) bool {
+	for _, r := range hist {
+		if r.Revision == rev {
+			return true
+		}
+	}
+	return false
 }
 
 func orDash(s string) string {

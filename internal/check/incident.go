@@ -160,9 +160,10 @@ func (c *Context) fleetwide(incs []finding.Incident, fs []finding.Finding) ([]fi
 			}
 		}
 		fw := c.New("fleet/fleetwide-failure", nil, first.Object, fmt.Sprintf("%d clusters fail the same way (%s): %s", len(names), first.ID, first.Summary))
-		if m := c.Snap.Management(); len(m) > 0 {
-			fw.Cluster = m[0].Name
-		}
+		// The finding points at the first member's object, so it names that object's cluster
+		// (a downstream cluster for a Helm release, the management cluster for a
+		// BundleDeployment); the summary and evidence name every affected cluster.
+		fw.Cluster = first.Cluster
 		if len(names) <= 20 {
 			fw.Summary = fmt.Sprintf("%d clusters fail the same way (%s on %s)", len(names), first.ID, strings.Join(names, ", "))
 		}

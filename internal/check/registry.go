@@ -10,6 +10,7 @@ func All() []Check {
 		fleetRegistration,
 		fleetBundles,
 		fleetContent,
+		fleetVersionSkew,
 		// Helm release storage, on every cluster.
 		helmReleases,
 		// Pods and workloads in the agent, SUC and system namespaces.
