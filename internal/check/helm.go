@@ -31,7 +31,7 @@ var helmReleases = Check{
 				deployed := lastWithStatus(hist, "deployed")
 				base := func(id, summary string) finding.Finding {
 					f := ctx.New(id, c, ref("v1", "Secret", newest.Namespace, newest.SecretName), summary)
-					f.Keys = releaseKeys(c, newest)
+					f.Keys = releaseKeys(ctx.Snap, c, newest)
 					f.Evidence = releaseEvidence(c, hist)
 					return f
 				}
@@ -136,10 +136,24 @@ func lastWithStatus(hist []*helmrelease.Release, status string) *helmrelease.Rel
 	return nil
 }
 
-func releaseKeys(c *snapshot.Cluster, r *helmrelease.Release) []string {
+// releaseKeys ties a release to its Fleet BundleDeployment and, for an agent's own release, to
+// the agent. Fleet names a release after its bundle, and the agent's bundle after the Fleet
+// Cluster (fleet-agent-<cluster>), so the agent is found by name even when the bundle's
+// downstream cluster could not be matched to its Fleet Cluster.
+func releaseKeys(s *snapshot.Snapshot, c *snapshot.Cluster, r *helmrelease.Release) []string {
 	keys := []string{"helm:" + c.Name + "/" + r.Namespace + "/" + r.Name, bundleKeyFor(c, r.Name)}
-	if fleet.IsAgentNamespace(r.Namespace) && strings.HasPrefix(r.Name, "fleet-agent") {
-		keys = append(keys, agentKeyFor(c))
+	if !fleet.IsAgentNamespace(r.Namespace) || !strings.HasPrefix(r.Name, "fleet-agent") {
+		return keys
+	}
+	keys = append(keys, agentKeyFor(c))
+	name := strings.TrimPrefix(r.Name, fleet.AgentBundlePrefix)
+	for _, m := range s.Management() {
+		for _, fc := range m.FleetClusters {
+			if fc.Name == name {
+				ref := fc.Namespace + "/" + fc.Name
+				keys = append(keys, AgentKey(ref), BundleKey(ref, r.Name))
+			}
+		}
 	}
 	return keys
 }

@@ -77,3 +77,23 @@ func TestFleetwideGroupsSameSignature(t *testing.T) {
 		t.Errorf("incidents %v, want %v", roots, want)
 	}
 }
+
+// A bundle without clusters/ that mixes the management objects with the downstream agent's
+// Helm release still gives one incident: the release is tied to its agent by name.
+func TestFlatBundleGroupsAgentReleaseWithItsBundle(t *testing.T) {
+	rep := scanDir(t, filepath.Join("..", "..", "testdata", "scenarios", "fleet", "agent-pending-upgrade-flat"), time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC))
+	for _, inc := range rep.Incidents {
+		if inc.RootCause.ID != "helm/release-pending" {
+			continue
+		}
+		var ids []string
+		for _, s := range inc.Symptoms {
+			ids = append(ids, s.ID)
+		}
+		if !slices.Contains(ids, "fleet/bundle-err-applied") || !slices.Contains(ids, "fleet/agent-upgrade-stuck") {
+			t.Errorf("pending release not grouped with the agent's findings; symptoms %v\n%s", ids, describe(rep))
+		}
+		return
+	}
+	t.Fatalf("no helm/release-pending incident:\n%s", describe(rep))
+}
