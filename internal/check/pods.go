@@ -22,6 +22,16 @@ func watchedNamespace(ns string) bool {
 	return strings.HasPrefix(ns, "cattle-") || ns == "system-upgrade" || ns == "kube-system" || strings.HasPrefix(ns, "fleet-")
 }
 
+// watchedPod reports whether a pod is part of the upgrade machinery: it runs in a watched
+// namespace, or it is a system-upgrade-controller Job pod (labelled with its Plan) wherever the
+// Plan put it.
+func watchedPod(p *corev1.Pod) bool {
+	return watchedNamespace(p.Namespace) || p.Labels[sucPlanLabel] != ""
+}
+
+// sucPlanLabel is the label system-upgrade-controller puts on its Jobs and their pods.
+const sucPlanLabel = "upgrade.cattle.io/plan"
+
 // podOwner returns the Deployment (or other top owner) name of a pod, following its ReplicaSet.
 func podOwner(c *snapshot.Cluster, p *corev1.Pod) (kind, name string) {
 	for _, o := range p.OwnerReferences {
@@ -91,17 +101,37 @@ func eventEvidence(c *snapshot.Cluster, kind, ns, name string, reasons ...string
 		}
 		first = earliest(first, snapshot.EventFirstTime(e))
 		if len(out) < 2 {
-			src := "event " + e.Reason
-			if e.Count > 1 {
-				src += fmt.Sprintf(" ×%d", e.Count)
-			}
-			if t := snapshot.EventTime(e); !t.IsZero() {
-				src += " last " + t.UTC().Format(time.RFC3339)
-			}
-			out = append(out, finding.Evidence{Source: src, Text: firstLine(e.Message)})
+			out = append(out, finding.Evidence{Source: eventSource(e), Text: firstLine(e.Message)})
 		}
 	}
 	return out, first
+}
+
+// eventSource names an event as evidence: its reason, how often it was seen and when last.
+func eventSource(e *corev1.Event) string {
+	src := "event " + e.Reason
+	if e.Count > 1 {
+		src += fmt.Sprintf(" ×%d", e.Count)
+	}
+	if t := snapshot.EventTime(e); !t.IsZero() {
+		src += " last " + t.UTC().Format(time.RFC3339)
+	}
+	return src
+}
+
+// eventsOf returns the events of the given reasons about one object, newest first. Unlike
+// eventEvidence it returns all of them: the kubelet interleaves the event that carries the cause
+// ("Failed to pull image ...: <error>") with ones that do not ("Error: ImagePullBackOff",
+// "Back-off pulling image ..."), and the latter are the newest while a pull backs off.
+func eventsOf(c *snapshot.Cluster, kind, ns, name string, reasons ...string) []*corev1.Event {
+	var out []*corev1.Event
+	evs := c.EventsFor(kind, ns, name)
+	for i := len(evs) - 1; i >= 0; i-- {
+		if hasReason(evs[i].Reason, reasons) {
+			out = append(out, evs[i])
+		}
+	}
+	return out
 }
 
 func hasReason(r string, reasons []string) bool {
@@ -113,9 +143,11 @@ func hasReason(r string, reasons []string) bool {
 	return false
 }
 
-// podScheduling reports pods the scheduler cannot place, split by why: untolerated taints or
-// insufficient resources. The message is the scheduler's FailedScheduling text
-// ("0/3 nodes are available: 2 node(s) had untolerated taint {…}, 1 Insufficient cpu …").
+// podScheduling reports pods the scheduler cannot place, split by why: no node it may run on
+// (untolerated taints, cordoned nodes, a node selector or affinity nothing matches) or not enough
+// free resources. The message is the scheduler's FitError ("0/3 nodes are available: 2 node(s)
+// had untolerated taint {…}, 1 Insufficient cpu. preemption: …"), kept in the PodScheduled
+// condition and the FailedScheduling events.
 var podScheduling = Check{
 	Name:  "pod/scheduling",
 	Emits: []string{"pod/unschedulable-taints", "pod/unschedulable-resources"},
@@ -124,7 +156,7 @@ var podScheduling = Check{
 		after := ctx.Thresholds.Duration("pod.pendingAfter")
 		for _, c := range ctx.Snap.Clusters {
 			for _, p := range c.Pods {
-				if !watchedNamespace(p.Namespace) || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+				if !watchedPod(p) || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
 					continue
 				}
 				cond := podCondition(p, corev1.PodScheduled)
@@ -140,14 +172,13 @@ var podScheduling = Check{
 				if msg == "" && len(evidence) > 0 {
 					msg = evidence[0].Text
 				}
-				counts := classify.SchedulingReasons(msg)
-				id := "pod/unschedulable-resources"
-				if counts["pod/unschedulable-taints"] > 0 && counts["pod/unschedulable-taints"] >= counts["pod/unschedulable-resources"] {
-					id = "pod/unschedulable-taints"
+				id := schedulingID(msg)
+				if id == "" {
+					continue // e.g. an unbound PersistentVolumeClaim: neither placement nor capacity
 				}
 				what := "not enough free resources on any node"
 				if id == "pod/unschedulable-taints" {
-					what = "no node whose taints it tolerates"
+					what = "no node it is allowed to run on (taints, cordons, node selector or affinity)"
 				}
 				f := podFinding(ctx, c, p, id, fmt.Sprintf("pod %s/%s has been unschedulable for %s: %s", p.Namespace, p.Name, human(ctx.Age(since)), what))
 				f.Evidence = append([]finding.Evidence{ev(sourceOf(c, podRef(p)), "PodScheduled=False reason=Unschedulable: %s", msg)}, evidence...)
@@ -161,6 +192,34 @@ var podScheduling = Check{
 		}
 		return out, nil
 	},
+}
+
+// schedulingID picks the catalogue ID of a scheduler message by the reason most nodes gave:
+// the taint share of "1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: },
+// 2 Insufficient cpu" is the control plane, tainted by design, and the workers are full. A
+// node selector or required affinity that no node matches ("3 node(s) didn't match Pod's node
+// affinity/selector") is a placement problem like a taint, and the catalogue files it there.
+// Reasons that are neither (volume binding, topology spread, ...) give "".
+func schedulingID(msg string) string {
+	counts := classify.SchedulingReasons(msg)
+	if counts == nil {
+		// Not a FitError (e.g. the kubelet's "Node didn't have enough resource: ..."): one reason.
+		if m, ok := classify.Classify(msg, classify.Status); ok && strings.HasPrefix(m.ID, "pod/unschedulable-") {
+			return m.ID
+		}
+		return ""
+	}
+	taints, resources := counts["pod/unschedulable-taints"], counts["pod/unschedulable-resources"]
+	switch {
+	case taints == 0 && resources == 0:
+		if strings.Contains(strings.ToLower(msg), "didn't match pod's node affinity/selector") {
+			return "pod/unschedulable-taints"
+		}
+		return ""
+	case taints >= resources:
+		return "pod/unschedulable-taints"
+	}
+	return "pod/unschedulable-resources"
 }
 
 // untoleratedTaints quotes the scheduling taints of the cluster's nodes the pod does not tolerate.
@@ -194,8 +253,8 @@ func untoleratedTaints(c *snapshot.Cluster, p *corev1.Pod) []finding.Evidence {
 }
 
 // podContainers reports containers that cannot run: crash loops, OOM kills, image pulls that
-// fail (classified from the kubelet's events and waiting message), and missing ConfigMaps or
-// Secrets (CreateContainerConfigError).
+// fail (classified from the kubelet's events and waiting message), binaries built for another
+// architecture, and missing ConfigMaps or Secrets (CreateContainerConfigError, FailedMount).
 var podContainers = Check{
 	Name:  "pod/containers",
 	Emits: []string{"pod/crashloop", "pod/oom-killed", "pod/config-ref-missing", "image/pull-auth", "image/pull-not-found", "image/pull-network", "image/arch-mismatch"},
@@ -205,11 +264,20 @@ var podContainers = Check{
 		pendingAfter := ctx.Thresholds.Duration("pod.pendingAfter")
 		for _, c := range ctx.Snap.Clusters {
 			for _, p := range c.Pods {
-				if !watchedNamespace(p.Namespace) && p.Labels["upgrade.cattle.io/plan"] == "" {
+				if !watchedPod(p) || p.DeletionTimestamp != nil {
 					continue
 				}
+				perPod := map[string]bool{} // a missing volume source blocks every container at once
 				for _, cs := range allStatuses(p) {
-					out = append(out, judgeContainer(ctx, c, p, cs, minRestarts, pendingAfter)...)
+					for _, f := range judgeContainer(ctx, c, p, cs, minRestarts, pendingAfter) {
+						if f.ID == "pod/config-ref-missing" {
+							if perPod[f.ID] {
+								continue
+							}
+							perPod[f.ID] = true
+						}
+						out = append(out, f)
+					}
 				}
 			}
 		}
@@ -217,19 +285,25 @@ var podContainers = Check{
 	},
 }
 
+// oomRecent is how long ago an OOM kill still counts for a container that is running again:
+// a kill within a day of a container that keeps restarting is a pattern; one twelve days ago,
+// followed by twelve quiet days, is history.
+const oomRecent = 24 * time.Hour
+
 func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.ContainerStatus, minRestarts int32, pendingAfter time.Duration) []finding.Finding {
 	var out []finding.Finding
 	src := sourceOf(c, podRef(p))
 	w := cs.State.Waiting
 	last := cs.LastTerminationState.Terminated
-	readySince := time.Time{}
-	if cond := podCondition(p, corev1.PodReady); cond != nil && cond.Status == corev1.ConditionFalse {
-		readySince = cond.LastTransitionTime.Time
-	}
-	if last != nil && last.Reason == "OOMKilled" && (w != nil || cs.RestartCount >= minRestarts) {
+	readySince := readyFalseSince(p)
+	// An OOM kill matters while it keeps the container down (it waits to be restarted) or keeps
+	// recurring (several restarts, the latest a recent OOM kill). lastState only exists after a
+	// restart, so a restartCount of 0 never shows one.
+	if last != nil && last.Reason == "OOMKilled" &&
+		(w != nil || (cs.RestartCount >= minRestarts && ctx.Age(last.FinishedAt.Time) < oomRecent)) {
 		f := podFinding(ctx, c, p, "pod/oom-killed", fmt.Sprintf("container %s of pod %s/%s was OOM-killed (restarted %d times): its memory limit is too low", cs.Name, p.Namespace, p.Name, cs.RestartCount))
 		f.Evidence = []finding.Evidence{ev(src, "lastState.terminated: reason=OOMKilled exitCode=%d finishedAt=%s; limits.memory=%s", last.ExitCode, last.FinishedAt.UTC().Format(time.RFC3339), memLimit(p, cs.Name))}
-		f.Since = timePtr(readySince)
+		f.Since = timePtr(earliest(readySince, last.FinishedAt.Time))
 		out = append(out, f)
 	}
 	if w == nil {
@@ -237,6 +311,11 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 	}
 	switch w.Reason {
 	case "CrashLoopBackOff":
+		// A binary for another architecture dies at exec ("exec /usr/bin/fleetagent: exec format
+		// error", written by runc into the container's log): no restart count needed to be sure.
+		if a, ok := archMismatch(ctx, c, p, cs); ok {
+			out = append(out, a)
+		}
 		if cs.RestartCount < minRestarts {
 			return out
 		}
@@ -246,66 +325,141 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 			f.Evidence = append(f.Evidence, ev(src, "lastState.terminated: reason=%s exitCode=%d finishedAt=%s", last.Reason, last.ExitCode, last.FinishedAt.UTC().Format(time.RFC3339)))
 		}
 		if l := c.Logs[snapshot.LogKey(p.Namespace, p.Name, cs.Name)]; l != nil {
-			if tail := lastNonEmpty(l.Previous, 2); len(tail) > 0 {
-				for _, t := range tail {
-					f.Evidence = append(f.Evidence, ev(l.PreviousFile, "%s", firstLine(t)))
-				}
+			for _, t := range lastNonEmpty(l.Previous, 2) {
+				f.Evidence = append(f.Evidence, ev(l.PreviousFile, "%s", firstLine(t)))
 			}
 		}
 		_, firstBackOff := eventEvidence(c, "Pod", p.Namespace, p.Name, "BackOff")
 		f.Since = timePtr(earliest(readySince, firstBackOff))
 		f.Signature = "crashloop|" + cs.Name
 		out = append(out, f)
-		// A binary for another architecture dies at exec: "exec format error".
-		if l := c.Logs[snapshot.LogKey(p.Namespace, p.Name, cs.Name)]; l != nil {
-			for _, line := range append(append([]string{}, l.Previous...), l.Current...) {
-				if m, ok := classify.Classify(line, classify.Log); ok && m.ID == "image/arch-mismatch" {
-					a := podFinding(ctx, c, p, "image/arch-mismatch", fmt.Sprintf("container %s of pod %s/%s runs an image built for another CPU architecture (%s)", cs.Name, p.Namespace, p.Name, cs.Image))
-					a.Evidence = []finding.Evidence{ev(l.PreviousFile, "%s", firstLine(line))}
-					a.Signature = "arch|" + cs.Image
-					out = append(out, a)
-					break
-				}
-			}
-		}
 	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-		evs, first := eventEvidence(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff")
+		_, first := eventEvidence(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff")
 		since := earliest(first, readySince)
 		if !since.IsZero() && ctx.Age(since) < pendingAfter {
 			return out
 		}
-		texts := []string{w.Message}
-		for _, e := range evs {
-			texts = append(texts, e.Text)
+		// The waiting message names the cause only on the first failure and, since Kubernetes
+		// 1.32, during the back-off ("Back-off pulling image \"x\": ErrImagePull: ..."); before
+		// that it is just "Back-off pulling image \"x\"", and the cause is in the kubelet's
+		// "Failed to pull image" events, however many "Error: ImagePullBackOff" came after them.
+		id, why, whySrc := "", "", ""
+		if m, ok := classify.Classify(w.Message, classify.Status); ok && strings.HasPrefix(m.ID, "image/") {
+			id, why, whySrc = m.ID, w.Message, src+" state.waiting.message"
 		}
-		id := ""
-		var why string
-		for _, t := range texts {
-			if m, ok := classify.Classify(t, classify.Event|classify.Status); ok && strings.HasPrefix(m.ID, "image/") {
-				id, why = m.ID, t
-				break
+		var backOff *corev1.Event
+		for _, e := range eventsOf(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff") {
+			if e.Reason == "BackOff" && backOff == nil {
+				backOff = e
+			}
+			if id != "" {
+				continue
+			}
+			if m, ok := classify.Classify(e.Message, classify.Event); ok && strings.HasPrefix(m.ID, "image/") {
+				id, why, whySrc = m.ID, e.Message, eventSource(e)
 			}
 		}
 		if id == "" {
 			return out // no cause told; rollout-stalled and the events say the rest
 		}
 		f := podFinding(ctx, c, p, id, fmt.Sprintf("pod %s/%s cannot pull %s: %s", p.Namespace, p.Name, cs.Image, pullCause(id)))
-		f.Evidence = append([]finding.Evidence{ev(src, "state.waiting: reason=%s", w.Reason)}, finding.Evidence{Source: "kubelet", Text: firstLine(why)})
+		f.Evidence = []finding.Evidence{ev(src, "state.waiting: reason=%s", w.Reason), {Source: whySrc, Text: firstLine(why)}}
+		if backOff != nil {
+			f.Evidence = append(f.Evidence, finding.Evidence{Source: eventSource(backOff), Text: firstLine(backOff.Message)})
+		}
 		f.Keys = append(f.Keys, "image:"+c.Name+"/"+cs.Image)
 		f.Since = timePtr(since)
 		f.Signature = id + "|" + cs.Image
 		out = append(out, f)
-	case "CreateContainerConfigError", "CreateContainerError":
-		m, ok := classify.Classify(w.Message, classify.Status)
-		if !ok || m.ID != "pod/config-ref-missing" {
+	case "CreateContainerConfigError", "CreateContainerError", "ContainerCreating":
+		// CreateContainerConfigError carries the kubelet's reason (`configmap "x" not found`,
+		// `couldn't find key k in Secret ns/x`); a missing volume source leaves the pod in
+		// ContainerCreating and only the FailedMount events say why (`MountVolume.SetUp failed
+		// for volume "v" : secret "x" not found`).
+		evs := eventsOf(c, "Pod", p.Namespace, p.Name, "Failed", "FailedMount")
+		var why, whySrc string
+		if m, ok := classify.Classify(w.Message, classify.Status); ok && m.ID == "pod/config-ref-missing" {
+			why = w.Message
+		}
+		var first time.Time
+		for _, e := range evs {
+			first = earliest(first, snapshot.EventFirstTime(e))
+			// The kubelet retries a mount every two minutes at most and re-emits the event, so
+			// one not seen lately is about a mount that has since succeeded; the pod may now be
+			// pulling its image.
+			if why != "" || ctx.Age(snapshot.EventTime(e)) > pendingAfter {
+				continue
+			}
+			if m, ok := classify.Classify(e.Message, classify.Event); ok && m.ID == "pod/config-ref-missing" {
+				why, whySrc = e.Message, eventSource(e)
+			}
+		}
+		if why == "" {
 			return out
 		}
-		f := podFinding(ctx, c, p, "pod/config-ref-missing", fmt.Sprintf("container %s of pod %s/%s cannot start: %s", cs.Name, p.Namespace, p.Name, w.Message))
+		// Charts that create the object right after the pod (or an operator that writes the
+		// Secret on start) leave a pod in this state for seconds: only a lasting one is stuck.
+		since := earliest(first, readySince)
+		if !since.IsZero() && ctx.Age(since) < pendingAfter {
+			return out
+		}
+		f := podFinding(ctx, c, p, "pod/config-ref-missing", fmt.Sprintf("pod %s/%s cannot start container %s: %s", p.Namespace, p.Name, cs.Name, strings.TrimPrefix(firstLine(why), "Error: ")))
 		f.Evidence = []finding.Evidence{ev(src, "state.waiting: reason=%s message=%q", w.Reason, w.Message)}
-		f.Since = timePtr(readySince)
+		if whySrc != "" {
+			f.Evidence = append(f.Evidence, finding.Evidence{Source: whySrc, Text: firstLine(why)})
+		}
+		f.Since = timePtr(since)
+		f.Signature = "config-ref-missing|" + classify.Signature(why)
 		out = append(out, f)
 	}
 	return out
+}
+
+// archMismatch reads a crashing container's logs for the exec failure of a binary built for
+// another CPU architecture and quotes the node's architecture beside it. When runc cannot even
+// start the process, the same error is the last terminated state's message instead (reason
+// StartError: "... unable to start container process: exec: \"/bin/sh\": exec format error").
+func archMismatch(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.ContainerStatus) (finding.Finding, bool) {
+	type text struct {
+		lines []string
+		file  string
+	}
+	var texts []text
+	if t := cs.LastTerminationState.Terminated; t != nil && t.Message != "" {
+		texts = append(texts, text{[]string{t.Message}, sourceOf(c, podRef(p))})
+	}
+	if l := c.Logs[snapshot.LogKey(p.Namespace, p.Name, cs.Name)]; l != nil {
+		texts = append(texts, text{l.Previous, l.PreviousFile}, text{l.Current, l.CurrentFile})
+	}
+	for _, part := range texts {
+		for _, line := range part.lines {
+			m, ok := classify.Classify(line, classify.Log)
+			if !ok || m.ID != "image/arch-mismatch" {
+				continue
+			}
+			a := podFinding(ctx, c, p, "image/arch-mismatch", fmt.Sprintf("container %s of pod %s/%s runs an image built for another CPU architecture (%s)", cs.Name, p.Namespace, p.Name, cs.Image))
+			a.Evidence = []finding.Evidence{ev(part.file, "%s", firstLine(line))}
+			if n, ok := c.Get("Node", "", p.Spec.NodeName).(*corev1.Node); ok {
+				arch := n.Labels[corev1.LabelArchStable]
+				if arch == "" {
+					arch = n.Status.NodeInfo.Architecture
+				}
+				a.Evidence = append(a.Evidence, ev(sourceOf(c, ref("v1", "Node", "", n.Name)), "node %s is %s/%s", n.Name, orDash(n.Status.NodeInfo.OperatingSystem), orDash(arch)))
+			}
+			a.Keys = append(a.Keys, "image:"+c.Name+"/"+cs.Image)
+			a.Since = timePtr(readyFalseSince(p))
+			a.Signature = "arch|" + cs.Image
+			return a, true
+		}
+	}
+	return finding.Finding{}, false
+}
+
+func readyFalseSince(p *corev1.Pod) time.Time {
+	if cond := podCondition(p, corev1.PodReady); cond != nil && cond.Status == corev1.ConditionFalse {
+		return cond.LastTransitionTime.Time
+	}
+	return time.Time{}
 }
 
 func pullCause(id string) string {
@@ -315,7 +469,7 @@ func pullCause(id string) string {
 	case "image/pull-auth":
 		return "the registry refused the credentials (or none were given)"
 	case "image/pull-network":
-		return "the registry cannot be reached from the node"
+		return "the registry cannot be reached from the node, or refuses to serve it now (rate limit, outage)"
 	case "image/arch-mismatch":
 		return "the image has no build for this node's architecture"
 	}
@@ -356,7 +510,7 @@ var podTerminating = Check{
 		after := ctx.Thresholds.Duration("pod.terminatingAfter")
 		for _, c := range ctx.Snap.Clusters {
 			for _, p := range c.Pods {
-				if !watchedNamespace(p.Namespace) || p.DeletionTimestamp == nil {
+				if !watchedPod(p) || p.DeletionTimestamp == nil {
 					continue
 				}
 				grace := time.Duration(0)

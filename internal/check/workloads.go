@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/unstick-dev/unstick/internal/classify"
@@ -15,7 +16,9 @@ import (
 
 // workloadCreate reports controllers that cannot create their pods: an admission webhook or
 // policy denies them, or a ResourceQuota is exhausted. The evidence is the controller's
-// FailedCreate events and ReplicaFailure condition (kube-controller-manager).
+// FailedCreate events and ReplicaFailure condition (kube-controller-manager). A controller that
+// has all its pods now is not blocked, whatever FailedCreate events it left behind: a webhook
+// that timed out once during a rollout, or a quota raised since.
 var workloadCreate = Check{
 	Name:  "workload/create",
 	Emits: []string{"workload/admission-denied", "workload/quota-exceeded"},
@@ -24,19 +27,19 @@ var workloadCreate = Check{
 		for _, c := range ctx.Snap.Clusters {
 			seen := map[string]bool{}
 			judge := func(kind, ns, name, owner string, condMsg string) {
-				if !watchedNamespace(ns) {
-					return
-				}
-				texts := []string{}
+				type text struct{ msg, source string }
+				var texts []text
 				if condMsg != "" {
-					texts = append(texts, condMsg)
+					texts = append(texts, text{condMsg, sourceOf(c, ref("", kind, ns, name)) + " status.conditions[ReplicaFailure]"})
 				}
-				evs, first := eventEvidence(c, kind, ns, name, "FailedCreate")
+				evs := eventsOf(c, kind, ns, name, "FailedCreate")
+				var first time.Time
 				for _, e := range evs {
-					texts = append(texts, e.Text)
+					texts = append(texts, text{e.Message, eventSource(e)})
+					first = earliest(first, snapshot.EventFirstTime(e))
 				}
 				for _, t := range texts {
-					m, ok := classify.Classify(t, classify.Event|classify.Status)
+					m, ok := classify.Classify(t.msg, classify.Event|classify.Status)
 					if !ok || (m.ID != "workload/admission-denied" && m.ID != "workload/quota-exceeded") {
 						continue
 					}
@@ -50,13 +53,20 @@ var workloadCreate = Check{
 						what = "a ResourceQuota in its namespace is exhausted"
 					}
 					f := ctx.New(m.ID, c, ref(apiVersionOf(kind), kind, ns, name), fmt.Sprintf("%s %s/%s cannot create pods: %s", kind, ns, name, what))
-					f.Evidence = append([]finding.Evidence{ev(sourceOf(c, ref("", kind, ns, name)), "%s", firstLine(t))}, evs...)
+					f.Evidence = []finding.Evidence{{Source: t.source, Text: oneLine(t.msg)}}
+					// The same denial as an event says how often and how recently it happened.
+					for _, e := range evs {
+						if e.Message == t.msg && t.source != eventSource(e) {
+							f.Evidence = append(f.Evidence, finding.Evidence{Source: eventSource(e), Text: "(same message)"})
+							break
+						}
+					}
 					f.Keys = []string{WorkloadKey(c.Name, ns, owner)}
 					if isAgentWorkload(ns, owner) {
 						f.Keys = append(f.Keys, agentKeyFor(c))
 					}
 					f.Since = timePtr(first)
-					f.Signature = m.ID + "|" + classify.Signature(t)
+					f.Signature = m.ID + "|" + classify.Signature(t.msg)
 					if m.ID == "workload/quota-exceeded" {
 						f.Evidence = append(f.Evidence, quotaEvidence(c, ns)...)
 					}
@@ -65,6 +75,9 @@ var workloadCreate = Check{
 				}
 			}
 			for _, rs := range c.ReplicaSets {
+				if !watchedNamespace(rs.Namespace) || rsSatisfied(rs) {
+					continue
+				}
 				owner := rs.Name
 				for _, o := range rs.OwnerReferences {
 					if o.Kind == "Deployment" {
@@ -74,14 +87,21 @@ var workloadCreate = Check{
 				judge("ReplicaSet", rs.Namespace, rs.Name, owner, rsFailure(rs))
 			}
 			for _, ds := range c.DaemonSets {
+				if !watchedNamespace(ds.Namespace) || ds.Status.CurrentNumberScheduled >= ds.Status.DesiredNumberScheduled {
+					continue
+				}
 				judge("DaemonSet", ds.Namespace, ds.Name, ds.Name, "")
 			}
 			for _, j := range c.Jobs {
+				if !(watchedNamespace(j.Namespace) || j.Labels[sucPlanLabel] != "") || jobHasPods(j) {
+					continue
+				}
 				judge("Job", j.Namespace, j.Name, j.Name, "")
 			}
 			// Events about ReplicaSets that were not collected still tell.
 			for _, e := range c.Events {
-				if e.Reason == "FailedCreate" && e.InvolvedObject.Kind == "ReplicaSet" && c.Get("ReplicaSet", e.InvolvedObject.Namespace, e.InvolvedObject.Name) == nil {
+				if e.Reason == "FailedCreate" && e.InvolvedObject.Kind == "ReplicaSet" && watchedNamespace(e.InvolvedObject.Namespace) &&
+					c.Get("ReplicaSet", e.InvolvedObject.Namespace, e.InvolvedObject.Name) == nil {
 					name := e.InvolvedObject.Name
 					owner := name
 					if i := strings.LastIndex(name, "-"); i > 0 {
@@ -93,6 +113,42 @@ var workloadCreate = Check{
 		}
 		return out, nil
 	},
+}
+
+// rsSatisfied reports whether a ReplicaSet has every pod it wants and no ReplicaFailure:
+// kube-controller-manager clears that condition once a create succeeds again.
+func rsSatisfied(rs *appsv1.ReplicaSet) bool {
+	want := int32(1)
+	if rs.Spec.Replicas != nil {
+		want = *rs.Spec.Replicas
+	}
+	return rs.Status.Replicas >= want && rsFailure(rs) == ""
+}
+
+// jobHasPods reports whether a Job got past pod creation: it has a pod now or has completed.
+// A Job that failed is not: system-upgrade-controller's Jobs carry an activeDeadlineSeconds, so
+// one whose pods admission keeps refusing ends Failed with DeadlineExceeded, and the
+// FailedCreate events are still the reason.
+func jobHasPods(j *batchv1.Job) bool {
+	if j.Status.Active > 0 {
+		return true
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// oneLine folds a multi-line message onto one line: admission webhooks such as Kyverno put
+// the policy and rule that denied the pod on the lines after "denied the request:".
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 600 {
+		s = s[:600] + "…"
+	}
+	return s
 }
 
 func apiVersionOf(kind string) string {
@@ -131,8 +187,14 @@ func quotaEvidence(c *snapshot.Cluster, ns string) []finding.Evidence {
 }
 
 // workloadRollout reports Deployments whose new ReplicaSet has stopped making progress
-// (condition Progressing=False, reason ProgressDeadlineExceeded) or has not finished for
-// longer than the threshold. Usually a symptom: the pods' own findings say why.
+// (condition Progressing=False, reason ProgressDeadlineExceeded) or has made none for longer
+// than the threshold. Usually a symptom: the pods' own findings say why.
+//
+// The deployment controller keeps the Progressing condition's lastTransitionTime while its
+// status stays True and moves only lastUpdateTime when it sees progress
+// (kubernetes pkg/controller/deployment/progress.go), so a rollout started two minutes ago on a
+// Deployment created last year shows a lastTransitionTime of last year: the time of the last
+// progress is lastUpdateTime.
 var workloadRollout = Check{
 	Name:  "workload/rollout",
 	Emits: []string{"workload/rollout-stalled"},
@@ -141,8 +203,8 @@ var workloadRollout = Check{
 		after := ctx.Thresholds.Duration("workload.rolloutStalledAfter")
 		for _, c := range ctx.Snap.Clusters {
 			for _, d := range c.Deployments {
-				if !watchedNamespace(d.Namespace) {
-					continue
+				if !watchedNamespace(d.Namespace) || d.Spec.Paused {
+					continue // a paused rollout waits for its owner on purpose
 				}
 				want := int32(1)
 				if d.Spec.Replicas != nil {
@@ -155,15 +217,23 @@ var workloadRollout = Check{
 					}
 				}
 				deadline := prog != nil && prog.Status == corev1.ConditionFalse && prog.Reason == "ProgressDeadlineExceeded"
-				behind := d.Status.UpdatedReplicas < want || d.Status.AvailableReplicas < want || d.Status.ObservedGeneration < d.Generation
-				if !deadline && !behind {
+				// Old pods still running beside updated ones (replicas > updatedReplicas) is a
+				// rollout in progress too: with maxUnavailable 0 the old agent keeps serving while
+				// the new one never becomes available.
+				behind := d.Status.UpdatedReplicas < want || d.Status.AvailableReplicas < want ||
+					d.Status.Replicas > d.Status.UpdatedReplicas || d.Status.ObservedGeneration < d.Generation
+				// A finished rollout (NewReplicaSetAvailable) that later lost a pod — a node went
+				// away — is an availability problem, not a stalled rollout.
+				complete := prog != nil && prog.Reason == "NewReplicaSetAvailable" &&
+					d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas >= want && d.Status.Replicas == d.Status.UpdatedReplicas
+				if !deadline && (!behind || complete) {
 					continue
 				}
 				var since time.Time
 				if prog != nil {
 					since = prog.LastTransitionTime.Time
-					if !deadline {
-						since = earliest(prog.LastUpdateTime.Time, prog.LastTransitionTime.Time)
+					if !deadline && !prog.LastUpdateTime.IsZero() {
+						since = prog.LastUpdateTime.Time
 					}
 				}
 				if since.IsZero() || (!deadline && ctx.Age(since) < after) {
@@ -171,8 +241,18 @@ var workloadRollout = Check{
 				}
 				obj := ref("apps/v1", "Deployment", d.Namespace, d.Name)
 				f := ctx.New("workload/rollout-stalled", c, obj, fmt.Sprintf("rollout of Deployment %s/%s has stalled for %s: %d/%d replicas updated, %d available", d.Namespace, d.Name, human(ctx.Age(since)), d.Status.UpdatedReplicas, want, d.Status.AvailableReplicas))
+				// The catalogue raises a stalled rollout of the upgrade machinery itself — the
+				// Fleet agent, system-upgrade-controller — to an error: it blocks every upgrade.
+				if isAgentWorkload(d.Namespace, d.Name) || d.Name == "system-upgrade-controller" {
+					f.Severity = finding.Error
+				}
 				if prog != nil {
 					f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "Progressing=%s reason=%s: %s", prog.Status, prog.Reason, prog.Message)}
+				}
+				for _, cond := range d.Status.Conditions {
+					if cond.Type == appsv1.DeploymentReplicaFailure && cond.Status == corev1.ConditionTrue {
+						f.Evidence = append(f.Evidence, ev(sourceOf(c, obj), "ReplicaFailure=True reason=%s: %s", cond.Reason, oneLine(cond.Message)))
+					}
 				}
 				f.Evidence = append(f.Evidence, ev(sourceOf(c, obj), "image %s", deploymentImages(d)))
 				f.Keys = []string{WorkloadKey(c.Name, d.Namespace, d.Name)}

@@ -66,7 +66,14 @@ var pullMarkers = []struct{ marker, source string }{
 
 // netRe matches the network failures of the Go net stack, as seen inside pull errors. It is a
 // plain alternation of literals, which the matcher evaluates without the regexp engine.
-const netRe = `i/o timeout|no such host|connection refused|connection reset by peer|tls handshake timeout|network is unreachable|no route to host|context deadline exceeded|server misbehaving|client\.timeout exceeded|proxyconnect tcp|x509: |tls: `
+// "dial tcp" (net.OpError) also covers resolver errors the list does not name, such as the cgo
+// resolver's EAI_AGAIN ("dial tcp: lookup registry-1.docker.io: Try again").
+const netRe = `i/o timeout|no such host|connection refused|connection reset by peer|tls handshake timeout|network is unreachable|no route to host|context deadline exceeded|server misbehaving|client\.timeout exceeded|proxyconnect tcp|x509: |tls: |dial tcp`
+
+// registryBusyRe matches a registry that answers but will not serve now: Docker Hub's pull rate
+// limit (HTTP 429, error code TOOMANYREQUESTS) and a registry or proxy in front of it that is
+// down (502/503/504). The pull may succeed later, like a network failure.
+const registryBusyRe = `toomanyrequests|429 too many requests|502 bad gateway|503 service unavailable|504 gateway timeout`
 
 // rules builds the table. It is called once, by the package-level var table.
 func rules() []Rule {
@@ -144,6 +151,8 @@ func rules() []Rule {
 			Source: "moby/moby distribution/errors.go noMatchesErr (\"no matching manifest for %s in the manifest list entries\")"},
 	)
 	perPullMarker("image/pull-network", netRe, srcNetGo)
+	perPullMarker("image/pull-network", registryBusyRe,
+		"distribution/distribution registry/api/errcode ErrorCodeTooManyRequests (\"toomanyrequests\", HTTP 429; Docker Hub: \"toomanyrequests: You have reached your pull rate limit\"); containerd/containerd core/remotes/docker/fetcher.go / errors.go (\"unexpected status code %s: %s\", \"unexpected status from %s request to %s: %s\" with the HTTP status text)")
 	add(
 		Rule{ID: "image/pull-auth", Scopes: Any, All: []string{"pull access denied"},
 			Source: "containerd/containerd core/remotes/docker/resolver.go Resolve (\"pull access denied, repository does not exist or may require authorization: %w\" on ErrInvalidAuthorization); moby/moby (\"pull access denied for %s, repository does not exist or may require 'docker login'\")"},
@@ -279,6 +288,10 @@ func rules() []Rule {
 
 	// ---- 12. Fleet registration wrappers --------------------------------------------------------------
 	add(
+		// The agent's configuration is a cause the registration wrappers below carry: registration
+		// reads the fleet-agent ConfigMap first, and a value it cannot decode fails it.
+		Rule{ID: "agent/config-invalid", Scopes: Any, All: []string{"failed to look up client config", "unmarshal"},
+			Source: srcFleetRegister + " runRegistration (\"failed to look up client config %s/%s: %w\") wrapping rancher/fleet internal/config ReadConfig (sigs.k8s.io/yaml Unmarshal: \"error unmarshaling JSON: ...\"), logged as \"Failed to register agent: registration failed: ...\""},
 		Rule{ID: "fleet/registration-broken", Scopes: Any, All: []string{"timeout waiting for registration secret"},
 			Source: srcFleetRegister + " runRegistration (\"timeout waiting for registration secret '%s/%s' on management cluster\")"},
 		Rule{ID: "fleet/registration-broken", Scopes: Log, All: []string{"waiting for secret", "on management cluster for request"},
