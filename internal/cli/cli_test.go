@@ -234,7 +234,7 @@ func TestExitCodes(t *testing.T) {
 		{"explain known", []string{"explain", "helm/release-pending"}, ExitOK, ""},
 		{"explain unknown suggests", []string{"explain", "helm/release-pendin"}, ExitUsage, "helm/release-pending"},
 		{"explain nope", []string{"explain", "nope"}, ExitUsage, "did you mean"},
-		{"scan without input", []string{"scan"}, ExitUsage, "--from"},
+		{"scan without input or kubeconfig", []string{"scan", "--kubeconfig", "testdata/no-such-kubeconfig"}, ExitFailed, "--from"},
 		{"scan missing bundle", []string{"scan", "--from", "does-not-exist"}, ExitUsage, "does-not-exist"},
 		{"bad --now", []string{"scan", "--from", example, "--now", "yesterday"}, ExitUsage, "RFC 3339"},
 		{"bad -o", []string{"scan", "--from", example, "-o", "xml"}, ExitUsage, "xml"},

@@ -58,7 +58,7 @@ func (k *kubeFlags) targets() ([]source.Target, error) {
 	loader := k.cf.ToRawKubeConfigLoader()
 	raw, err := loader.RawConfig()
 	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig: %w", err)
+		return nil, fmt.Errorf("reading kubeconfig: %w (to scan an offline bundle instead, use --from DIR|FILE.tar.gz)", err)
 	}
 	var names []string
 	switch {
