@@ -33,23 +33,41 @@ var agentLogIDs = map[string]bool{
 const (
 	recentWindow = 200
 	minRepeats   = 3
+	// deathTail is how close to the end of a crashed container's log its last error must be
+	// to count as what it died on: room for a Go panic's goroutine trace after the "panic:" line.
+	deathTail = 60
 )
 
-// agentLogs classifies what a crashing or stuck agent says: its previous (crashed)
-// container's log, its current log when the same error recurs, and its events. A healthy agent
-// that once logged a transient error is not flagged.
+// kubeletPodReasons are event reasons the kubelet and scheduler report about a pod's
+// infrastructure (probes, sandbox, volumes, back-off). Their messages say nothing about what
+// the agent itself failed at: a readiness probe's "connect: connection refused" is the probe
+// failing, not the agent losing its API server.
+var kubeletPodReasons = map[string]bool{
+	"Unhealthy": true, "ProbeWarning": true, "BackOff": true, "Failed": true, "Pulling": true,
+	"Pulled": true, "Created": true, "Started": true, "Killing": true, "Scheduled": true,
+	"FailedScheduling": true, "FailedCreatePodSandBox": true, "FailedKillPod": true,
+	"FailedMount": true, "FailedAttachVolume": true, "FailedSync": true, "NetworkNotReady": true,
+	"SandboxChanged": true, "FailedPreStopHook": true, "FailedPostStartHook": true,
+}
+
+// agentLogs classifies what a crashing or stuck agent says: the log of the container that
+// crashed (the error it died on, and errors it kept repeating), errors a running agent keeps
+// repeating in its recent log, and its events. A healthy agent that once logged a transient
+// error — a "connection refused" while the API server restarted — is not flagged, and
+// neither is a crashed agent's one-off startup blip before the error it actually died on.
 var agentLogs = Check{
 	Name:  "agent/logs",
 	Emits: []string{"agent/crd-missing", "agent/config-invalid", "agent/tls", "agent/rbac-forbidden", "agent/api-unreachable", "fleet/registration-broken", "cluster/clock-skew"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
+		minRestarts := int32(ctx.Thresholds.Int("pod.crashloopMinRestarts"))
 		for _, c := range ctx.Snap.Clusters {
 			for _, p := range c.Pods {
 				if !isAgentPod(c, p) {
 					continue
 				}
-				for _, cs := range p.Status.ContainerStatuses {
-					out = append(out, judgeAgentLog(ctx, c, p, cs)...)
+				for _, cs := range allStatuses(p) {
+					out = append(out, judgeAgentLog(ctx, c, p, cs, minRestarts)...)
 				}
 			}
 		}
@@ -62,58 +80,84 @@ type logHit struct {
 	line  string
 	file  string
 	count int
+	last  bool // the last classified line of a crashed container's log: what it died on
 }
 
-func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.ContainerStatus) []finding.Finding {
+// crashing reports a container that keeps dying: restarted at least minRestarts times, or
+// waiting in CrashLoopBackOff.
+func crashing(cs corev1.ContainerStatus, minRestarts int32) bool {
+	return cs.RestartCount >= minRestarts || (cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff")
+}
+
+func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.ContainerStatus, minRestarts int32) []finding.Finding {
 	l := c.Logs[snapshot.LogKey(p.Namespace, p.Name, cs.Name)]
-	unhealthy := !cs.Ready || cs.State.Waiting != nil || cs.State.Terminated != nil
+	crashed := crashing(cs, minRestarts)
 	hits := map[string]*logHit{}
 	var order []string
-	note := func(lines []string, file string, scope classify.Scope) {
-		for _, line := range lines {
-			m, ok := classify.Classify(line, scope)
+	hit := func(id, line, file string, n int) *logHit {
+		h := hits[id]
+		if h == nil {
+			h = &logHit{id: id}
+			hits[id] = h
+			order = append(order, id)
+		}
+		h.line, h.file = line, file
+		h.count += n
+		return h
+	}
+	// note classifies lines; it returns the hit of the last classified line when that line
+	// is among the final deathTail lines (what a crashed container died on), else nil.
+	note := func(lines []string, file string) *logHit {
+		var lastHit *logHit
+		lastAt := -1
+		for i, line := range lines {
+			m, ok := classify.Classify(line, classify.Log)
 			if !ok || !agentLogIDs[m.ID] {
 				continue
 			}
-			h := hits[m.ID]
-			if h == nil {
-				h = &logHit{id: m.ID}
-				hits[m.ID] = h
-				order = append(order, m.ID)
-			}
-			h.line, h.file = line, file
-			h.count++
+			lastHit, lastAt = hit(m.ID, line, file, 1), i
 		}
+		if lastHit == nil || len(lines)-1-lastAt > deathTail {
+			return nil
+		}
+		return lastHit
 	}
 	if l != nil {
-		if unhealthy {
-			note(l.Previous, l.PreviousFile, classify.Log)
-			note(l.Current, l.CurrentFile, classify.Log)
+		if crashed {
+			// Each log of a crashed container ends with what it died on.
+			if h := note(l.Previous, l.PreviousFile); h != nil {
+				h.last = true
+			}
+			if h := note(l.Current, l.CurrentFile); h != nil {
+				h.last = true
+			}
 		} else {
 			cur := l.Current
 			if len(cur) > recentWindow {
 				cur = cur[len(cur)-recentWindow:]
 			}
-			note(cur, l.CurrentFile, classify.Log)
-			for _, id := range order {
-				if hits[id].count < minRepeats {
-					delete(hits, id)
-				}
-			}
+			note(cur, l.CurrentFile)
 		}
 	}
-	if unhealthy {
-		var msgs []string
+	if crashed {
 		for _, e := range c.EventsFor("Pod", p.Namespace, p.Name) {
-			msgs = append(msgs, e.Message)
+			if kubeletPodReasons[e.Reason] {
+				continue
+			}
+			if m, ok := classify.Classify(e.Message, classify.Event); ok && agentLogIDs[m.ID] {
+				n := int(e.Count)
+				if n < 1 {
+					n = 1
+				}
+				hit(m.ID, e.Message, "event "+e.Reason+" of pod "+p.Name, n).last = true
+			}
 		}
-		note(msgs, "events of pod "+p.Name, classify.Event)
 	}
 	var out []finding.Finding
 	for _, id := range order {
 		h := hits[id]
-		if h == nil {
-			continue
+		if !h.last && h.count < minRepeats {
+			continue // a passing blip, not what keeps the agent down
 		}
 		f := podFinding(ctx, c, p, id, fmt.Sprintf("agent pod %s/%s: %s", p.Namespace, p.Name, agentCause(id)))
 		f.Evidence = []finding.Evidence{ev(h.file, "%s", firstLine(h.line))}
@@ -125,6 +169,9 @@ func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.C
 				f.Summary += " (" + res + ")"
 				f.Keys = append(f.Keys, "crd:"+c.Name+"/"+res)
 			}
+		}
+		if id == "cluster/clock-skew" {
+			f.Keys = append(f.Keys, "clock:"+c.Name)
 		}
 		f.Signature = id + "|" + classify.Signature(h.line)
 		out = append(out, f)

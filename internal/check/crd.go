@@ -2,8 +2,11 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -35,6 +38,7 @@ var crdMissing = Check{
 			affects  string
 		}
 		found := map[string]*miss{}
+		upstreamOnly := map[string]bool{} // judged on a downstream cluster for want of its management cluster's CRDs
 		var order []string
 		add := func(c *snapshot.Cluster, name string, e finding.Evidence, keys ...string) {
 			k := c.Name + "/" + name
@@ -44,13 +48,13 @@ var crdMissing = Check{
 				found[k] = m
 				order = append(order, k)
 			}
-			if len(m.evidence) < 4 {
-				m.evidence = append(m.evidence, e)
+			if len(m.evidence) < 4 && !slices.ContainsFunc(m.evidence, func(x finding.Evidence) bool { return x.Source == e.Source }) {
+				m.evidence = append(m.evidence, e) // one quote per file
 			}
 			m.keys = append(m.keys, keys...)
 		}
 		for _, m := range ctx.Snap.Management() {
-			if !m.CRDsCollected {
+			if !crdsListed(m) {
 				continue
 			}
 			for _, name := range requiredFleetCRDs {
@@ -78,16 +82,28 @@ var crdMissing = Check{
 							keys := podKeys(c, p)
 							keys = append(keys, "crd:"+c.Name+"/"+res)
 							e := ev(file, "%s", firstLine(line))
-							if c.CRDsCollected && !c.HasCRD(res) {
-								add(c, res, e, keys...)
-							}
-							// A downstream Fleet agent reads fleet.cattle.io resources from the
-							// management cluster: a CRD missing there breaks it too.
-							if strings.HasSuffix(res, ".fleet.cattle.io") && fleet.IsAgentNamespace(p.Namespace) {
+							// A downstream Fleet agent reads fleet.cattle.io resources from its
+							// management cluster, which is where the CRD is missing. Only when no
+							// management cluster's CRDs were read is the agent's own cluster judged.
+							upstream := strings.HasSuffix(res, ".fleet.cattle.io") && fleet.IsAgentNamespace(p.Namespace) && c.Role != snapshot.Management
+							judged := false
+							if upstream {
 								for _, m := range ctx.Snap.Management() {
-									if m != c && m.CRDsCollected && !m.HasCRD(res) {
+									if m == c || !crdsListed(m) {
+										continue
+									}
+									judged = true
+									if !m.HasCRD(res) {
 										add(m, res, e, keys...)
 									}
+								}
+							}
+							// Judged by the agent's own 404 alone, a passing error (the CRD chart
+							// being upgraded at that moment) is not enough: the agent must still fail.
+							if !judged && crdsListed(c) && !c.HasCRD(res) && (!upstream || agentStillMisses(ctx, c, p, res)) {
+								add(c, res, e, keys...)
+								if upstream {
+									upstreamOnly[c.Name+"/"+res] = true
 								}
 							}
 						}
@@ -99,7 +115,11 @@ var crdMissing = Check{
 		var out []finding.Finding
 		for _, k := range order {
 			m := found[k]
-			f := ctx.New("crd/missing", m.c, ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", m.name), fmt.Sprintf("CRD %s does not exist on cluster %s", m.name, m.c.Name))
+			summary := fmt.Sprintf("CRD %s does not exist on cluster %s", m.name, m.c.Name)
+			if upstreamOnly[k] {
+				summary += "; its Fleet agent gets 404 for it from the management cluster, whose CRDs are not in this scan"
+			}
+			f := ctx.New("crd/missing", m.c, ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", m.name), summary)
 			f.Evidence = m.evidence
 			f.Keys = append(dedup(m.keys), "crd:"+m.c.Name+"/"+m.name)
 			f.Signature = "crd-missing|" + m.name
@@ -140,6 +160,44 @@ var crdVersions = Check{
 		}
 		return out, nil
 	},
+}
+
+// agentStillMisses reports whether the agent pod's logs, judged as agent/logs judges them
+// (the error a crash-looping container died on, or one a running agent keeps repeating), say
+// the resource res is not served.
+func agentStillMisses(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, res string) bool {
+	minRestarts := int32(ctx.Thresholds.Int("pod.crashloopMinRestarts"))
+	for _, cs := range allStatuses(p) {
+		for _, f := range judgeAgentLog(ctx, c, p, cs, minRestarts) {
+			if f.ID == "agent/crd-missing" && slices.Contains(f.Keys, "crd:"+c.Name+"/"+res) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// crdsListed reports whether a cluster's CRDs were read as a whole, so that an absent CRD is
+// a missing one: some were read, and none is absent whose objects were read too (a bundle
+// holding Fleet Clusters but not clusters.fleet.cattle.io holds a partial CRD dump, such as
+// one `kubectl get crd <name> -o yaml`, not the cluster's list).
+func crdsListed(c *snapshot.Cluster) bool {
+	if !c.CRDsCollected {
+		return false
+	}
+	inUse := map[string]bool{
+		"clusters.fleet.cattle.io":             len(c.FleetClusters) > 0,
+		"bundles.fleet.cattle.io":              len(c.Bundles) > 0,
+		"bundledeployments.fleet.cattle.io":    len(c.BundleDeployments) > 0,
+		"clusterregistrations.fleet.cattle.io": len(c.ClusterRegistrations) > 0,
+		"contents.fleet.cattle.io":             len(c.Contents) > 0,
+	}
+	for name, used := range inUse {
+		if used && !c.HasCRD(name) {
+			return false
+		}
+	}
+	return true
 }
 
 func servedList(crd *snapshot.CRD) string {

@@ -69,13 +69,20 @@ func FromSecret(name, namespace string, labels map[string]string, data []byte) *
 		r.PayloadError = err
 		return r
 	}
-	r.Name = rel.Name
+	// A field the record leaves empty keeps what the labels said.
+	if rel.Name != "" {
+		r.Name = rel.Name
+	}
 	if rel.Namespace != "" {
 		r.Namespace = rel.Namespace
 	}
-	r.Revision = rel.Version
+	if rel.Version != 0 {
+		r.Revision = rel.Version
+	}
 	if rel.Info != nil {
-		r.Status = rel.Info.Status.String()
+		if rel.Info.Status != "" {
+			r.Status = rel.Info.Status.String()
+		}
 		r.Description = rel.Info.Description
 		r.FirstDeployed = rel.Info.FirstDeployed.Time
 		r.LastDeployed = rel.Info.LastDeployed.Time
@@ -97,13 +104,12 @@ func fromLabels(name, namespace string, labels map[string]string) *Release {
 	}
 	if r.Name == "" || r.Revision == 0 {
 		// Fall back to the Secret name: sh.helm.release.v1.<name>.v<rev>
-		rest := strings.TrimPrefix(name, SecretPrefix)
-		if i := strings.LastIndex(rest, ".v"); i > 0 {
+		if relName, rev, ok := parseSecretName(name); ok {
 			if r.Name == "" {
-				r.Name = rest[:i]
+				r.Name = relName
 			}
-			if v, err := strconv.Atoi(rest[i+2:]); err == nil && r.Revision == 0 {
-				r.Revision = v
+			if r.Revision == 0 {
+				r.Revision = rev
 			}
 		}
 	}
@@ -111,6 +117,21 @@ func fromLabels(name, namespace string, labels map[string]string) *Release {
 		r.ModifiedAt = time.Unix(s, 0).UTC()
 	}
 	return r
+}
+
+// parseSecretName splits sh.helm.release.v1.<name>.v<rev>; a name without the prefix or a
+// numeric revision is not a release Secret's name.
+func parseSecretName(secret string) (name string, rev int, ok bool) {
+	rest, ok := strings.CutPrefix(secret, SecretPrefix)
+	i := strings.LastIndex(rest, ".v")
+	if !ok || i <= 0 {
+		return "", 0, false
+	}
+	rev, err := strconv.Atoi(rest[i+len(".v"):])
+	if err != nil || rev <= 0 {
+		return "", 0, false
+	}
+	return rest[:i], rev, true
 }
 
 var gzipMagic = []byte{0x1f, 0x8b, 0x08}
@@ -123,7 +144,9 @@ func Decode(data []byte) (*release.Release, error) {
 		return nil, fmt.Errorf("empty release payload")
 	}
 	for layer := 0; layer < 3 && !bytes.HasPrefix(b, gzipMagic) && !looksJSON(b); layer++ {
-		d, err := base64.StdEncoding.DecodeString(string(b))
+		// Helm writes one unbroken line; a value that went through base64(1) or an editor may
+		// be wrapped.
+		d, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(b)), ""))
 		if err != nil {
 			return nil, fmt.Errorf("release payload is not base64 (layer %d): %w", layer+1, err)
 		}

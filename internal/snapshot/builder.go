@@ -1,9 +1,12 @@
 package snapshot
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -181,7 +184,7 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 	case "/ConfigMap":
 		target = &corev1.ConfigMap{}
 	case "/Secret":
-		target = &corev1.Secret{}
+		return decodeSecret(raw)
 	case "/ResourceQuota":
 		target = &corev1.ResourceQuota{}
 	case "apps/Deployment":
@@ -224,6 +227,31 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 }
 
 type fleetContent struct{ name string }
+
+// decodeSecret reads a Secret whose data values may not be valid base64 (a hand-edited or
+// truncated dump): such a value is kept as written, so a Helm release payload that cannot be
+// read still yields a release record from its labels instead of losing the Secret.
+func decodeSecret(raw []byte) (*corev1.Secret, error) {
+	var view struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata"`
+		Type              corev1.SecretType `json:"type"`
+		Data              map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &view); err != nil {
+		return nil, err
+	}
+	sec := &corev1.Secret{TypeMeta: view.TypeMeta, ObjectMeta: view.ObjectMeta, Type: view.Type, Data: map[string][]byte{}}
+	sec.ManagedFields = nil
+	for k, v := range view.Data {
+		if d, err := base64.StdEncoding.DecodeString(v); err == nil {
+			sec.Data[k] = d
+		} else {
+			sec.Data[k] = []byte(v)
+		}
+	}
+	return sec, nil
+}
 
 func coreEvent(ev *eventsv1.Event) *corev1.Event {
 	out := &corev1.Event{
@@ -275,7 +303,8 @@ func (b *Builder) addLocked(c *Cluster, src string, h *Header, obj any) error {
 		if o.Type == helmrelease.SecretType || strings.HasPrefix(o.Name, helmrelease.SecretPrefix) {
 			r := helmrelease.FromSecret(o.Name, o.Namespace, o.Labels, o.Data["release"])
 			if r.PayloadError != nil {
-				b.errors = append(b.errors, finding.ScanError{Cluster: c.Name, File: src,
+				file, line := splitSource(src)
+				b.errors = append(b.errors, finding.ScanError{Cluster: c.Name, File: file, Line: line,
 					Message: fmt.Sprintf("Helm release Secret %s/%s: %v (using its labels only)", o.Namespace, o.Name, r.PayloadError)})
 			}
 			c.HelmReleases = append(c.HelmReleases, r)
@@ -321,6 +350,17 @@ func (b *Builder) addLocked(c *Cluster, src string, h *Header, obj any) error {
 	c.objIndex[key] = obj
 	c.sources[key] = src
 	return nil
+}
+
+var sourceLine = regexp.MustCompile(`^(.*?):(\d+)(?: .*)?$`)
+
+// splitSource splits an evidence source "file:line items[3]" into the file and the line.
+func splitSource(src string) (string, int) {
+	if m := sourceLine.FindStringSubmatch(src); m != nil {
+		n, _ := strconv.Atoi(m[2])
+		return m[1], n
+	}
+	return src, 0
 }
 
 func keysOnly(m map[string]string) map[string]string {
@@ -503,12 +543,19 @@ func hasLocalAgent(c *Cluster) bool {
 }
 
 // newestTimestamp is the evaluation time of a bundle without metadata: the newest time any
-// object records.
+// object records. Times stamped by an agent's or a kubelet's own clock (Fleet check-ins,
+// node heartbeats) only count when nothing else does: a clock running fast would otherwise
+// move "now" forward, hide its own skew and age everything else.
 func newestTimestamp(s *Snapshot) time.Time {
-	var t time.Time
+	var t, clocks time.Time
 	see := func(x time.Time) {
 		if x.After(t) {
 			t = x
+		}
+	}
+	seeClock := func(x time.Time) {
+		if x.After(clocks) {
+			clocks = x
 		}
 	}
 	for _, c := range s.Clusters {
@@ -533,7 +580,7 @@ func newestTimestamp(s *Snapshot) time.Time {
 			}
 		}
 		for _, fc := range c.FleetClusters {
-			see(fc.Status.Agent.LastSeen.Time)
+			seeClock(fc.Status.Agent.LastSeen.Time)
 			for _, cond := range fc.Status.Conditions {
 				see(parseTime(cond.LastUpdateTime))
 				see(parseTime(cond.LastTransitionTime))
@@ -551,7 +598,7 @@ func newestTimestamp(s *Snapshot) time.Time {
 		}
 		for _, n := range c.Nodes {
 			for _, cond := range n.Status.Conditions {
-				see(cond.LastHeartbeatTime.Time)
+				seeClock(cond.LastHeartbeatTime.Time)
 			}
 		}
 		for _, d := range c.Deployments {
@@ -559,6 +606,9 @@ func newestTimestamp(s *Snapshot) time.Time {
 				see(cond.LastUpdateTime.Time)
 			}
 		}
+	}
+	if t.IsZero() {
+		return clocks
 	}
 	return t
 }

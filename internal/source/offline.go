@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf16"
 
 	"sigs.k8s.io/yaml"
 
@@ -59,6 +62,15 @@ type entry struct {
 	rel  string // slash-separated path relative to the bundle root
 	data []byte
 	open func() ([]byte, error)
+	// outside marks an entry that is not part of the bundle's tree (an archive member whose
+	// path escapes it, or the archive itself when it is cut short): reported, never read.
+	outside bool
+	// skip, when set, says why the entry is skipped without being read (a link).
+	skip string
+}
+
+func failed(rel, msg string) entry {
+	return entry{rel: rel, outside: true, open: func() ([]byte, error) { return nil, errors.New(msg) }}
 }
 
 // Load reads the whole bundle into a snapshot. Problems with single files are recorded in
@@ -102,10 +114,24 @@ func listDir(root string, lim Limits) ([]entry, error) {
 	var total int64
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return fmt.Errorf("reading bundle: %w", err)
+			if p == root {
+				return fmt.Errorf("reading bundle: %w", err)
+			}
+			// An unreadable sub-directory or file: report it, read the rest.
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, failed(filepath.ToSlash(rel), err.Error()))
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, entry{rel: filepath.ToSlash(rel), skip: "symbolic link, not followed"})
+			return nil
 		}
 		if !d.Type().IsRegular() {
-			return nil // directories, and symlinks: never followed
+			return nil // directories, devices, sockets
 		}
 		info, err := d.Info()
 		if err != nil {
@@ -147,22 +173,35 @@ func readTarGz(file string, lim Limits) ([]entry, error) {
 	tr := tar.NewReader(zr)
 	var out []entry
 	var total int64
+	// cut records an archive that ends early or is corrupt part-way: what was read before is
+	// kept and the archive itself is named in the errors.
+	cut := func(err error) ([]entry, error) {
+		if len(out) == 0 {
+			return nil, fmt.Errorf("bundle %s: reading archive: %w", file, err)
+		}
+		out = append(out, failed(filepath.Base(file), fmt.Sprintf("archive is truncated or corrupt after %d entries: %v; the entries before were read", len(out), err)))
+		sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+		return out, nil
+	}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("bundle %s: reading archive: %w", file, err)
+			return cut(err)
 		}
-		if h.Typeflag != tar.TypeReg {
-			continue // links and devices are never followed or created
+		if h.Typeflag == tar.TypeDir {
+			continue
 		}
 		rel := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if rel == "." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
-			out = append(out, entry{rel: h.Name, open: func() ([]byte, error) {
-				return nil, errors.New("path escapes the bundle; ignored")
-			}})
+		if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
+			out = append(out, failed(h.Name, "path escapes the bundle; ignored"))
+			continue
+		}
+		if h.Typeflag != tar.TypeReg {
+			// links and devices are never followed or created
+			out = append(out, entry{rel: rel, skip: fmt.Sprintf("archive entry of type %q (link or device), not read", h.Typeflag)})
 			continue
 		}
 		if len(out) >= lim.MaxFiles {
@@ -181,7 +220,7 @@ func readTarGz(file string, lim Limits) ([]entry, error) {
 		}
 		data, err := io.ReadAll(io.LimitReader(tr, lim.MaxFileBytes+1))
 		if err != nil {
-			return nil, fmt.Errorf("bundle %s: reading %s: %w", file, rel, err)
+			return cut(fmt.Errorf("reading %s: %w", rel, err))
 		}
 		out = append(out, entry{rel: rel, data: data})
 	}
@@ -191,21 +230,26 @@ func readTarGz(file string, lim Limits) ([]entry, error) {
 
 // stripCommonRoot removes one top directory shared by every entry, as `tar czf x.tgz dir/`
 // writes, unless that directory is itself part of the layout.
+// Entries outside the bundle's tree (escaping archive paths) neither count nor move.
 func stripCommonRoot(es []entry) []entry {
-	if len(es) == 0 {
-		return es
-	}
-	first, _, ok := strings.Cut(es[0].rel, "/")
-	if !ok || first == "clusters" || first == "logs" {
-		return es
-	}
+	first := ""
 	for _, e := range es {
-		if !strings.HasPrefix(e.rel, first+"/") {
+		if e.outside {
+			continue
+		}
+		top, _, ok := strings.Cut(e.rel, "/")
+		if !ok || top == "clusters" || top == "logs" || (first != "" && top != first) {
 			return es
 		}
+		first = top
+	}
+	if first == "" {
+		return es
 	}
 	for i := range es {
-		es[i].rel = strings.TrimPrefix(es[i].rel, first+"/")
+		if !es[i].outside {
+			es[i].rel = strings.TrimPrefix(es[i].rel, first+"/")
+		}
 	}
 	return es
 }
@@ -222,37 +266,37 @@ const rootCluster = "\x00root"
 var logPath = regexp.MustCompile(`(?:^|/)logs/([^/]+)/([^/]+)/([^/]+?)(\.previous)?\.log$`)
 
 func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*snapshot.Snapshot, error) {
-	// The metadata first: it names the clusters.
-	for i, e := range es {
-		if e.rel != BundleInfoFile {
+	// The metadata first: it names the clusters. Besides the bundle's own, each
+	// clusters/<name>/ may hold one (single-cluster bundles put side by side).
+	var subs []clusterMeta
+	rest := es[:0:0]
+	for _, e := range es {
+		name, isMeta := metadataOf(e.rel)
+		if !isMeta || e.outside {
+			rest = append(rest, e)
 			continue
 		}
 		data, err := e.read()
+		var bi *BundleInfo
 		if err == nil {
-			l.info, err = ParseBundleInfo(data)
+			bi, err = ParseBundleInfo(data)
 		}
 		if err != nil {
-			l.b.Error(finding.ScanError{File: e.rel, Message: "bundle metadata: " + err.Error()})
+			l.b.Error(finding.ScanError{Cluster: name, File: e.rel, Message: "bundle metadata: " + err.Error()})
+			continue
 		}
-		es = append(es[:i:i], es[i+1:]...)
-		break
+		if name == "" {
+			l.info = bi
+		} else {
+			subs = append(subs, clusterMeta{name, bi})
+		}
 	}
+	es = rest
 	single := ""
-	if l.info != nil {
-		l.b.SetCollectedAt(l.info.CollectedAt)
-		for _, c := range l.info.Clusters {
-			l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster})
-			if c.CRDsCollected {
-				l.b.MarkCRDsCollected(c.Name)
-			}
-		}
-		for _, e := range l.info.Errors {
-			l.b.Error(e) // what went wrong when the bundle was collected
-		}
-		if len(l.info.Clusters) == 1 {
-			single = l.info.Clusters[0].Name
-		}
+	if l.info != nil && len(l.info.Clusters) == 1 {
+		single = l.info.Clusters[0].Name
 	}
+	l.declare(subs)
 
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan entry)
@@ -289,6 +333,101 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 	s := l.b.Build()
 	l.nameRoot(s)
 	return s, nil
+}
+
+// clusterMeta is the metadata found in clusters/<name>/.
+type clusterMeta struct {
+	name string
+	info *BundleInfo
+}
+
+// metadataOf reports whether rel is a metadata file: the bundle's own (name "") or that of
+// clusters/<name>/.
+func metadataOf(rel string) (name string, ok bool) {
+	if rel == BundleInfoFile {
+		return "", true
+	}
+	parts := strings.Split(rel, "/")
+	if len(parts) == 3 && parts[0] == "clusters" && parts[1] != "" && parts[2] == BundleInfoFile {
+		return parts[1], true
+	}
+	return "", false
+}
+
+// declare tells the builder what the metadata says: the bundle's own first, then what each
+// clusters/<name>/ says of itself fills in the rest. A cluster's own metadata describes it by
+// the name of its directory (the entry of that name, or its only entry). The collection time
+// is the bundle's, else the latest of the clusters'.
+func (l *loader) declare(subs []clusterMeta) {
+	infos := map[string]*BundleInfoCluster{}
+	var order []string
+	var collectedAt time.Time
+	var collectErrs []finding.ScanError
+	add := func(c BundleInfoCluster) {
+		have := infos[c.Name]
+		if have == nil {
+			infos[c.Name] = &c
+			order = append(order, c.Name)
+			return
+		}
+		if have.Role == "" {
+			have.Role = c.Role
+		}
+		if have.Server == "" {
+			have.Server = c.Server
+		}
+		if have.FleetCluster == "" {
+			have.FleetCluster = c.FleetCluster
+		}
+		have.CRDsCollected = have.CRDsCollected || c.CRDsCollected
+	}
+	if l.info != nil {
+		collectedAt = l.info.CollectedAt
+		for _, c := range l.info.Clusters {
+			add(c)
+		}
+		collectErrs = append(collectErrs, l.info.Errors...)
+	}
+	for _, sub := range subs {
+		if l.info == nil || l.info.CollectedAt.IsZero() {
+			if sub.info.CollectedAt.After(collectedAt) {
+				collectedAt = sub.info.CollectedAt
+			}
+		}
+		var own *BundleInfoCluster
+		for i, c := range sub.info.Clusters {
+			if c.Name == sub.name {
+				own = &sub.info.Clusters[i]
+			}
+		}
+		if own == nil && len(sub.info.Clusters) == 1 {
+			own = &sub.info.Clusters[0]
+		}
+		if own != nil {
+			c := *own
+			c.Name = sub.name
+			add(c)
+		}
+		for _, e := range sub.info.Errors {
+			if e.Cluster == "" {
+				e.Cluster = sub.name
+			}
+			collectErrs = append(collectErrs, e)
+		}
+	}
+	if !collectedAt.IsZero() {
+		l.b.SetCollectedAt(collectedAt)
+	}
+	for _, name := range order {
+		c := infos[name]
+		l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster})
+		if c.CRDsCollected {
+			l.b.MarkCRDsCollected(c.Name)
+		}
+	}
+	for _, e := range collectErrs {
+		l.b.Error(e) // what went wrong when the bundle was collected
+	}
 }
 
 // nameRoot names the cluster of a bundle without clusters/: "local" when it holds Fleet
@@ -336,14 +475,26 @@ func clusterOf(rel, single string) (cluster, rest string) {
 }
 
 func (l *loader) file(e entry, single string) {
+	if e.skip != "" {
+		l.b.Skip(e.rel, e.skip)
+		return
+	}
 	cluster, rest := clusterOf(e.rel, single)
+	if e.outside {
+		cluster, rest = rootCluster, ""
+	}
 	data, err := e.read()
 	if err != nil {
 		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: e.rel, Message: err.Error()})
 		return
 	}
+	data = utf8Text(data)
 	if m := logPath.FindStringSubmatch(rest); m != nil {
 		l.b.AddLog(cluster, m[1], m[2], m[3], m[4] != "", e.rel, tailLines(data, l.lim))
+		return
+	}
+	if documentation(rest) {
+		l.b.Skip(e.rel, "documentation, not a Kubernetes object")
 		return
 	}
 	if isBinary(data) {
@@ -363,6 +514,36 @@ func displayCluster(c string) string {
 func isBinary(b []byte) bool {
 	n := min(len(b), 8000)
 	return bytes.IndexByte(b[:n], 0) >= 0 || bytes.HasPrefix(b, []byte{0x1f, 0x8b})
+}
+
+// utf8Text drops a UTF-8 byte-order mark and turns UTF-16 text with a byte-order mark (what
+// PowerShell's `kubectl get -o yaml > file` writes) into UTF-8; anything else is returned as is.
+func utf8Text(b []byte) []byte {
+	switch {
+	case bytes.HasPrefix(b, []byte{0xef, 0xbb, 0xbf}):
+		return b[3:]
+	case len(b) >= 2 && len(b)%2 == 0 && (b[0] == 0xff && b[1] == 0xfe || b[0] == 0xfe && b[1] == 0xff):
+		order := binary.ByteOrder(binary.LittleEndian)
+		if b[0] == 0xfe {
+			order = binary.BigEndian
+		}
+		u := make([]uint16, 0, len(b)/2-1)
+		for i := 2; i < len(b); i += 2 {
+			u = append(u, order.Uint16(b[i:]))
+		}
+		return []byte(string(utf16.Decode(u)))
+	}
+	return b
+}
+
+// documentation reports files that describe a bundle (README.md and the like): skipped
+// without parsing, even when their examples look like objects.
+func documentation(rel string) bool {
+	switch strings.ToLower(path.Ext(rel)) {
+	case ".md", ".markdown", ".rst", ".adoc", ".html", ".htm":
+		return true
+	}
+	return false
 }
 
 // declaredStructured reports files whose name says they hold YAML or JSON, so that a parse
@@ -473,7 +654,7 @@ func (l *loader) yamlDocs(cluster, rel string, data []byte) (int, *finding.ScanE
 			msg := yamlLine.ReplaceAllString(err.Error(), "line "+strconv.Itoa(line))
 			return found, &finding.ScanError{File: rel, Line: line, Message: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
 		}
-		found += l.object(cluster, rel, d.line, j)
+		found += l.object(cluster, rel, d.line+leadingBlank(d.body), j)
 	}
 	return found, nil
 }
@@ -511,6 +692,19 @@ func splitYAML(data []byte) []doc {
 func isDocSep(ln []byte) bool {
 	ln = bytes.TrimRight(ln, " \t\r")
 	return bytes.Equal(ln, []byte("---")) || bytes.HasPrefix(ln, []byte("--- ")) || bytes.HasPrefix(ln, []byte("---#"))
+}
+
+// leadingBlank counts the blank and comment lines a document starts with, so that an object
+// is cited at its first line of content.
+func leadingBlank(b []byte) int {
+	n := 0
+	for _, ln := range bytes.Split(b, []byte("\n")) {
+		if t := bytes.TrimSpace(ln); len(t) > 0 && t[0] != '#' {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 func stripComments(b []byte) []byte {

@@ -1,0 +1,181 @@
+package helmrelease
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+)
+
+// record is a release record as Helm v3 marshals it (pkg/release.Release).
+const record = `{"name":"fleet-agent-c-m-8k2lq","info":{"first_deployed":"2026-03-02T10:00:00Z",` +
+	`"last_deployed":"2026-11-28T08:12:44Z","deleted":"","description":"Preparing upgrade","status":"pending-upgrade"},` +
+	`"chart":{"metadata":{"name":"fleet-agent-c-m-8k2lq","version":"v0.0.0+s-3f93a063ea10","appVersion":"0.16.0","apiVersion":"v2"}},` +
+	`"manifest":"---\n# Source: fleet-agent/templates/deployment.yaml\n","version":4,"namespace":"cattle-fleet-system"}`
+
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func b64(b []byte) []byte { return []byte(base64.StdEncoding.EncodeToString(b)) }
+
+func TestDecodeLayers(t *testing.T) {
+	stored := b64(gzipped(t, []byte(record))) // what Helm's Secrets driver stores
+	wrapped := func(b []byte) []byte {
+		var out []byte
+		for len(b) > 60 {
+			out = append(append(out, b[:60]...), '\n')
+			b = b[60:]
+		}
+		return append(out, b...)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"one base64 layer (the value as the API decoder hands it over)", stored},
+		{"two base64 layers (the value as kubectl get -o yaml prints it)", b64(stored)},
+		{"gzip without base64", gzipped(t, []byte(record))},
+		{"uncompressed JSON", []byte(record)},
+		{"base64 of uncompressed JSON", b64([]byte(record))},
+		{"surrounding whitespace", append(append([]byte("\n  "), stored...), '\n')},
+		{"base64 wrapped at 60 columns", wrapped(b64(stored))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rel, err := Decode(tc.data)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if rel.Name != "fleet-agent-c-m-8k2lq" || rel.Version != 4 || rel.Namespace != "cattle-fleet-system" {
+				t.Errorf("decoded %s v%d in %s", rel.Name, rel.Version, rel.Namespace)
+			}
+			if rel.Info == nil || rel.Info.Status.String() != "pending-upgrade" {
+				t.Errorf("status = %+v", rel.Info)
+			}
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	good := gzipped(t, []byte(record))
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "empty release payload"},
+		{"only whitespace", []byte(" \n\t"), "empty release payload"},
+		{"not base64", []byte("this is %%% not base64"), "not base64"},
+		{"corrupt gzip", b64(append([]byte{0x1f, 0x8b, 0x08, 0x00}, []byte("garbage that is not deflate")...)), "gzip"},
+		{"truncated gzip", b64(good[:len(good)/2]), "gzip"},
+		{"gzip of something that is not JSON", b64(gzipped(t, []byte("<html>oops</html>"))), "JSON"},
+		{"JSON that is not a release", b64(gzipped(t, []byte(`{"kind":"Secret"}`))), "no release record"},
+		{"truncated JSON", []byte(record[:len(record)/2]), "JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rel, err := Decode(tc.data)
+			if err == nil {
+				t.Fatalf("want an error, got release %+v", rel)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "release payload") && !strings.HasPrefix(err.Error(), "empty release payload") {
+				t.Errorf("error %q does not say it is about the release payload", err)
+			}
+		})
+	}
+}
+
+// A gzip bomb stops at the limit instead of eating the scanner's memory.
+func TestDecodeLimit(t *testing.T) {
+	big := gzipped(t, bytes.Repeat([]byte(" "), maxPayload+10))
+	if _, err := Decode(b64(big)); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("want a size error, got %v", err)
+	}
+}
+
+func TestFromSecret(t *testing.T) {
+	labels := map[string]string{"name": "fleet-agent-c-m-8k2lq", "owner": "helm", "status": "deployed", "version": "4", "modifiedAt": "1795853564"}
+	r := FromSecret("sh.helm.release.v1.fleet-agent-c-m-8k2lq.v4", "cattle-fleet-system", labels, b64(gzipped(t, []byte(record))))
+	if r.PayloadError != nil {
+		t.Fatal(r.PayloadError)
+	}
+	// the record wins over the labels, as in Helm's own storage driver
+	if r.Status != "pending-upgrade" || r.Revision != 4 || r.Chart != "fleet-agent-c-m-8k2lq" || r.AppVersion != "0.16.0" {
+		t.Errorf("release = %+v", r)
+	}
+	if want := time.Date(2026, 11, 28, 8, 12, 44, 0, time.UTC); !r.LastDeployed.Equal(want) || !r.Since().Equal(want) {
+		t.Errorf("LastDeployed/Since = %s/%s, want %s", r.LastDeployed, r.Since(), want)
+	}
+	if !r.IsPending() {
+		t.Error("pending-upgrade is pending")
+	}
+	if r.SecretName != "sh.helm.release.v1.fleet-agent-c-m-8k2lq.v4" || r.ModifiedAt.Unix() != 1795853564 {
+		t.Errorf("secret name / modifiedAt: %q %s", r.SecretName, r.ModifiedAt)
+	}
+}
+
+func TestFromSecretCorruptPayloadKeepsLabels(t *testing.T) {
+	labels := map[string]string{"name": "fleet-agent-local", "owner": "helm", "status": "pending-upgrade", "version": "3", "modifiedAt": "1795844400"}
+	r := FromSecret("sh.helm.release.v1.fleet-agent-local.v3", "cattle-fleet-local-system", labels, []byte("H4sI%%%cut"))
+	if r.PayloadError == nil {
+		t.Fatal("want a payload error")
+	}
+	if r.Name != "fleet-agent-local" || r.Revision != 3 || r.Status != "pending-upgrade" || r.Namespace != "cattle-fleet-local-system" {
+		t.Errorf("release from labels = %+v", r)
+	}
+	if !r.IsPending() || r.Since().Unix() != 1795844400 {
+		t.Errorf("pending since modifiedAt: %+v", r)
+	}
+}
+
+// A record that leaves fields empty does not blank out what the labels said.
+func TestFromSecretSparseRecord(t *testing.T) {
+	labels := map[string]string{"name": "rancher-webhook", "owner": "helm", "status": "failed", "version": "7"}
+	r := FromSecret("sh.helm.release.v1.rancher-webhook.v7", "cattle-system", labels, b64(gzipped(t, []byte(`{"info":{"description":"Upgrade failed"}}`))))
+	if r.PayloadError != nil {
+		t.Fatal(r.PayloadError)
+	}
+	if r.Name != "rancher-webhook" || r.Revision != 7 || r.Status != "failed" || r.Description != "Upgrade failed" {
+		t.Errorf("release = %+v", r)
+	}
+}
+
+func TestSecretNameFallback(t *testing.T) {
+	for _, tc := range []struct {
+		secret   string
+		labels   map[string]string
+		wantName string
+		wantRev  int
+	}{
+		{"sh.helm.release.v1.fleet-agent-c-m-8k2lq.v12", nil, "fleet-agent-c-m-8k2lq", 12},
+		{"sh.helm.release.v1.my.vault-agent.v3", nil, "my.vault-agent", 3},
+		{"sh.helm.release.v1.rancher.v2", map[string]string{"name": "rancher"}, "rancher", 2},
+		{"sh.helm.release.v1.rancher.v2", map[string]string{"version": "5"}, "rancher", 5},
+		{"sh.helm.release.v1.my.vault", nil, "", 0},    // no revision: not a release name
+		{"sh.helm.release.v1.app.vlatest", nil, "", 0}, // revision not a number
+		{"sh.helm.release.v1.", nil, "", 0},            // nothing after the prefix
+		{"fleet-agent.v3", nil, "", 0},                 // not a release Secret name
+		{"sh.helm.release.v1.app.v0", nil, "", 0},      // revisions start at 1
+	} {
+		r := FromSecret(tc.secret, "ns", tc.labels, nil)
+		if r.Name != tc.wantName || r.Revision != tc.wantRev {
+			t.Errorf("%s %v: got %q v%d, want %q v%d", tc.secret, tc.labels, r.Name, r.Revision, tc.wantName, tc.wantRev)
+		}
+		if r.PayloadError == nil || !strings.Contains(r.PayloadError.Error(), "empty") {
+			t.Errorf("%s: no payload must be an 'empty' error, got %v", tc.secret, r.PayloadError)
+		}
+	}
+}
