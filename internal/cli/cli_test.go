@@ -282,3 +282,41 @@ func TestScanFilters(t *testing.T) {
 		}
 	}
 }
+
+// Bad input does not stop a scan: every bad file is named in the report and the exit code
+// still reflects the findings of the good ones.
+func TestScanNamesEveryBadFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("core.bin", "\x7fELF\x02\x01\x01\x00\x00\x00binary\x00\x00data")
+	write("broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n   namespace: bad-indent\n")
+	write("truncated.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"fleet-agent-7d9f8","namespace":"cattle-fleet-system"},"status":{"pha`)
+	// A pending agent release whose payload is corrupt: the labels still tell.
+	write("helm-corrupt.yaml", `apiVersion: v1
+kind: Secret
+type: helm.sh/release.v1
+metadata:
+  name: sh.helm.release.v1.fleet-agent-local.v7
+  namespace: cattle-fleet-local-system
+  labels: {name: fleet-agent-local, owner: helm, status: pending-upgrade, version: "7", modifiedAt: "1764309600"}
+data:
+  release: SDRzSUFBQUFBQUFBLytzTUtDbEtUY3N2eWszTk0=
+`)
+	out, errOut, code := run(t, "scan", "--from", dir, "--now", "2026-11-28T09:30:00Z", "--color", "never")
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want %d (the pending release is critical); stderr %s\n%s", code, ExitFindings, errOut, out)
+	}
+	for _, name := range []string{"core.bin", "broken.yaml:5", "truncated.json", "helm-corrupt.yaml"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("the report does not name %s:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(out, "helm/release-pending") {
+		t.Errorf("the pending release (from its labels) was not reported:\n%s", out)
+	}
+}
