@@ -399,6 +399,7 @@ func (b *Builder) Build() *Snapshot {
 		s.Clusters = append(s.Clusters, c)
 	}
 	matchFleetClusters(s)
+	s.Reindex()
 	if s.CollectedAt.IsZero() {
 		s.CollectedAt = newestTimestamp(s)
 	}
@@ -492,21 +493,28 @@ const (
 
 // matchFleetClusters ties each downstream cluster to its Fleet Cluster on a management cluster.
 func matchFleetClusters(s *Snapshot) {
-	var fleet []*fleetv1.Cluster
-	for _, m := range s.Management() {
-		fleet = append(fleet, m.FleetClusters...)
+	// Every name a Fleet Cluster is known by, first writer wins (Fleet names beat labels).
+	byName := map[string]*fleetv1.Cluster{}
+	for pass := 0; pass < 3; pass++ {
+		for _, m := range s.Management() {
+			for _, fc := range m.FleetClusters {
+				key := []string{fc.Name, fc.Labels[LabelRancherClusterName], fc.Labels[LabelRancherDisplayName]}[pass]
+				if _, seen := byName[key]; key != "" && !seen {
+					byName[key] = fc
+				}
+			}
+		}
 	}
 	for _, c := range s.Clusters {
 		if c.FleetCluster != "" || c.Role == Management && len(c.FleetClusters) > 0 && !hasLocalAgent(c) {
 			continue
 		}
-		rancherID := rancherClusterID(c.Server)
-		for _, fc := range fleet {
-			if fc.Name == c.Name || fc.Labels[LabelRancherDisplayName] == c.Name || fc.Labels[LabelRancherClusterName] == c.Name ||
-				(rancherID != "" && (fc.Labels[LabelRancherClusterName] == rancherID || fc.Name == rancherID)) {
-				c.FleetCluster = fc.Namespace + "/" + fc.Name
-				break
-			}
+		fc := byName[c.Name]
+		if fc == nil {
+			fc = byName[rancherClusterID(c.Server)]
+		}
+		if fc != nil {
+			c.FleetCluster = fc.Namespace + "/" + fc.Name
 		}
 	}
 	// A management cluster managing itself: Rancher's and Fleet's "local" cluster.

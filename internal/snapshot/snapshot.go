@@ -32,6 +32,9 @@ type Snapshot struct {
 	CollectedAt time.Time
 	Errors      []finding.ScanError
 	Skipped     []Skipped
+
+	// Lookups, built by Build (and Reindex) before any concurrent reader.
+	byName, byFleet map[string]*Cluster
 }
 
 // Skipped is a file that held no Kubernetes object.
@@ -166,12 +169,30 @@ func (c *Cluster) Releases(namespace, name string) []*helmrelease.Release {
 
 // Cluster returns the named cluster, or nil.
 func (s *Snapshot) Cluster(name string) *Cluster {
+	s.ensureIndex()
+	return s.byName[name]
+}
+
+// Reindex rebuilds the lookups after a source renamed or re-matched clusters.
+func (s *Snapshot) Reindex() {
+	s.byName, s.byFleet = nil, nil
+	s.ensureIndex()
+}
+
+func (s *Snapshot) ensureIndex() {
+	if s.byName != nil {
+		return
+	}
+	s.byName = make(map[string]*Cluster, len(s.Clusters))
+	s.byFleet = make(map[string]*Cluster, len(s.Clusters))
 	for _, c := range s.Clusters {
-		if c.Name == name {
-			return c
+		s.byName[c.Name] = c
+		if c.FleetCluster != "" {
+			if _, dup := s.byFleet[c.FleetCluster]; !dup {
+				s.byFleet[c.FleetCluster] = c
+			}
 		}
 	}
-	return nil
 }
 
 // Management returns the management clusters (those holding Fleet Cluster objects).
@@ -187,10 +208,6 @@ func (s *Snapshot) Management() []*Cluster {
 
 // ClusterForFleet returns the snapshot cluster matched to Fleet Cluster namespace/name, or nil.
 func (s *Snapshot) ClusterForFleet(nsName string) *Cluster {
-	for _, c := range s.Clusters {
-		if c.FleetCluster == nsName {
-			return c
-		}
-	}
-	return nil
+	s.ensureIndex()
+	return s.byFleet[nsName]
 }

@@ -420,7 +420,9 @@ func (r *clusterReader) logs(ctx context.Context) {
 	}
 	var reqs []req
 	pods := 0
-	sort.Slice(r.pods, func(i, j int) bool { return r.pods[i].Namespace+"/"+r.pods[i].Name < r.pods[j].Namespace+"/"+r.pods[j].Name })
+	sort.Slice(r.pods, func(i, j int) bool {
+		return r.pods[i].Namespace+"/"+r.pods[i].Name < r.pods[j].Namespace+"/"+r.pods[j].Name
+	})
 	for _, p := range r.pods {
 		agent := strings.HasPrefix(p.Name, "fleet-agent") || strings.HasPrefix(p.Name, "cattle-cluster-agent") || strings.HasPrefix(p.Name, "system-upgrade-controller")
 		var picked []req

@@ -451,6 +451,7 @@ func (l *loader) nameRoot(s *snapshot.Snapshot) {
 		}
 	}
 	sort.Slice(s.Clusters, func(i, j int) bool { return s.Clusters[i].Name < s.Clusters[j].Name })
+	s.Reindex()
 }
 
 func (e entry) read() ([]byte, error) {
