@@ -1,0 +1,175 @@
+// Package e2e runs unstick against real kube-apiservers (internal/testenv): the example fleet
+// replayed into one server per cluster, scanned live, collected, and scanned again offline.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/unstick-dev/unstick/internal/cli"
+	"github.com/unstick-dev/unstick/internal/testenv"
+)
+
+const (
+	example = "../../examples/fleet-upgrade-stuck"
+	now     = "2026-11-28T09:30:00Z"
+)
+
+var exampleClusters = []string{"local", "prod-eu-1", "prod-us-1", "edge-arm-1", "staging-1", "dev-1"}
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Run(context.Background(), cli.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+	return out.String(), errOut.String(), code
+}
+
+type scanResult struct {
+	Findings []struct {
+		ID      string `json:"id"`
+		Cluster string `json:"cluster"`
+		Affects string `json:"affects"`
+		Object  struct {
+			Kind, Namespace, Name string
+		} `json:"object"`
+	} `json:"findings"`
+	Incidents []struct {
+		RootCause struct {
+			ID      string `json:"id"`
+			Cluster string `json:"cluster"`
+		} `json:"rootCause"`
+	} `json:"incidents"`
+	Errors []struct {
+		Cluster string `json:"cluster"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+func parse(t *testing.T, out, errOut string) scanResult {
+	t.Helper()
+	var r scanResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("no JSON report (%v); stderr: %s", err, errOut)
+	}
+	return r
+}
+
+// keys renders findings as sorted "id cluster→affects kind/ns/name" lines for comparison.
+func (r scanResult) keys() []string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, f.ID+" "+f.Cluster+"→"+f.Affects+" "+f.Object.Kind+"/"+f.Object.Namespace+"/"+f.Object.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r scanResult) roots() []string {
+	var out []string
+	for _, i := range r.Incidents {
+		out = append(out, i.RootCause.ID+" "+i.RootCause.Cluster)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func diff(a, b []string) string {
+	in := func(s []string, x string) bool {
+		for _, y := range s {
+			if y == x {
+				return true
+			}
+		}
+		return false
+	}
+	var d []string
+	for _, x := range a {
+		if !in(b, x) {
+			d = append(d, "- "+x)
+		}
+	}
+	for _, x := range b {
+		if !in(a, x) {
+			d = append(d, "+ "+x)
+		}
+	}
+	return strings.Join(d, "\n")
+}
+
+// fleetEnv replays each cluster of the example into its own real API server (behind the
+// log proxy) and writes one kubeconfig with a context per cluster.
+func fleetEnv(t *testing.T, clusters []string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	for _, name := range clusters {
+		env := testenv.Start(t, testenv.WithContextName(name))
+		res, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: name})
+		if err != nil {
+			t.Fatalf("loading %s: %v", name, err)
+		}
+		t.Logf("%s: %d objects, %d created, %d statuses, %d warnings", name, res.Objects, res.Created, res.StatusWritten, len(res.Warnings))
+		server := logProxy(t, env.Config, example, name)
+		kc.Clusters[name] = &clientcmdapi.Cluster{Server: server}
+		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{}
+		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	kc.CurrentContext = clusters[0]
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The example fleet replayed into real API servers scans live exactly as it scans offline,
+// and `collect` of the live fleet scans offline exactly as the live scan did.
+func TestLiveScanMatchesOfflineAndCollect(t *testing.T) {
+	kubeconfig := fleetEnv(t, exampleClusters)
+
+	offOut, offErr, offCode := run(t, "scan", "--from", example, "--now", now, "-o", "json")
+	offline := parse(t, offOut, offErr)
+
+	liveOut, liveErr, liveCode := run(t, "scan", "--kubeconfig", kubeconfig, "--all-contexts", "--now", now, "-o", "json", "-q")
+	live := parse(t, liveOut, liveErr)
+	if liveCode != offCode {
+		t.Errorf("live exit %d, offline exit %d", liveCode, offCode)
+	}
+	if len(live.Errors) != 0 {
+		t.Errorf("live scan errors: %+v", live.Errors)
+	}
+	if d := diff(offline.keys(), live.keys()); d != "" {
+		t.Errorf("live findings differ from offline (- offline only, + live only):\n%s", d)
+	}
+	if d := diff(offline.roots(), live.roots()); d != "" {
+		t.Errorf("live incidents differ from offline:\n%s", d)
+	}
+
+	bundle := filepath.Join(t.TempDir(), "collected.tar.gz")
+	if _, errOut, code := run(t, "collect", "--kubeconfig", kubeconfig, "--all-contexts", "-o", bundle, "-q"); code != 0 {
+		t.Fatalf("collect exit %d: %s", code, errOut)
+	}
+	colOut, colErr, colCode := run(t, "scan", "--from", bundle, "--now", now, "-o", "json")
+	collected := parse(t, colOut, colErr)
+	if colCode != liveCode {
+		t.Errorf("collected bundle exit %d, live exit %d", colCode, liveCode)
+	}
+	if d := diff(live.keys(), collected.keys()); d != "" {
+		t.Errorf("collected bundle findings differ from the live scan (- live only, + bundle only):\n%s", d)
+	}
+	if d := diff(live.roots(), collected.roots()); d != "" {
+		t.Errorf("collected bundle incidents differ from the live scan:\n%s", d)
+	}
+	b, err := os.ReadFile(bundle)
+	if err != nil || len(b) == 0 {
+		t.Fatalf("no bundle written: %v", err)
+	}
+}
