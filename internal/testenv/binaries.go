@@ -1,0 +1,342 @@
+// Package testenv runs a real kube-apiserver and etcd for tests and demos, with the Fleet and
+// system-upgrade-controller CRDs installed, and replays offline bundles into it.
+//
+// The two binaries are built from the Go module proxy on first use (nothing is downloaded
+// from anywhere else) and cached under the user cache directory, keyed by version.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Versions of the binaries the environment runs. The staging modules of Kubernetes are
+// published as v0.<minor>.<patch> of the same release.
+const (
+	KubernetesVersion = "v1.37.2"
+	stagingVersion    = "v0.37.2"
+	EtcdVersion       = "v3.7.3"
+)
+
+const (
+	kubernetesModule = "k8s.io/kubernetes"
+	apiserverPkg     = "k8s.io/kubernetes/cmd/kube-apiserver"
+	etcdModule       = "go.etcd.io/etcd/server/v3" // its root package is the etcd main
+	binDirEnv        = "UNSTICK_TESTENV_BIN_DIR"   // use prebuilt kube-apiserver and etcd from here
+)
+
+var (
+	binMu                 sync.Mutex
+	binAPIServer, binEtcd string
+)
+
+// Binaries returns the paths of kube-apiserver and etcd, building them once per machine into
+// the user cache directory. Parallel test processes wait on a file lock instead of building
+// twice. A missing Go toolchain or a failed build is an error, so tests fail loudly.
+func Binaries(ctx context.Context) (apiserver, etcd string, err error) {
+	binMu.Lock()
+	defer binMu.Unlock()
+	if binAPIServer != "" {
+		return binAPIServer, binEtcd, nil
+	}
+	if dir := os.Getenv(binDirEnv); dir != "" {
+		a, e := filepath.Join(dir, "kube-apiserver"), filepath.Join(dir, "etcd")
+		if !isExecutable(a) || !isExecutable(e) {
+			return "", "", fmt.Errorf("testenv: %s=%s does not hold executable kube-apiserver and etcd", binDirEnv, dir)
+		}
+		binAPIServer, binEtcd = a, e
+		return a, e, nil
+	}
+	dir, err := BinaryDir()
+	if err != nil {
+		return "", "", err
+	}
+	a, e := filepath.Join(dir, "kube-apiserver"), filepath.Join(dir, "etcd")
+	if !built(dir) {
+		if err := buildLocked(ctx, dir); err != nil {
+			return "", "", err
+		}
+	}
+	binAPIServer, binEtcd = a, e
+	return a, e, nil
+}
+
+// binariesReady reports whether Binaries would return at once.
+func binariesReady() bool {
+	if os.Getenv(binDirEnv) != "" {
+		return true
+	}
+	dir, err := BinaryDir()
+	return err == nil && built(dir)
+}
+
+// BinaryDir is where the binaries of this version live.
+func BinaryDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("testenv: no user cache directory to keep kube-apiserver and etcd in: %w", err)
+	}
+	return filepath.Join(base, "unstick", "testenv", "k8s-"+KubernetesVersion+"-etcd-"+EtcdVersion), nil
+}
+
+const stampFile = "complete"
+
+func built(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, stampFile))
+	return err == nil && isExecutable(filepath.Join(dir, "kube-apiserver")) && isExecutable(filepath.Join(dir, "etcd"))
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// buildLocked takes the machine-wide lock for dir and builds unless another process did so
+// while we waited.
+func buildLocked(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("testenv: creating cache directory: %w", err)
+	}
+	unlock, err := lockFile(ctx, dir+".lock", func() {
+		logf("another process is building kube-apiserver and etcd into %s; waiting for it", dir)
+	})
+	if err != nil {
+		return fmt.Errorf("testenv: locking %s.lock: %w", dir, err)
+	}
+	defer unlock()
+	if built(dir) {
+		return nil
+	}
+	removeStaleBuilds(filepath.Dir(dir))
+	return build(ctx, dir)
+}
+
+// removeStaleBuilds removes build directories a killed process left (a test that timed out
+// during its first build); a day is far beyond any build still running from one.
+func removeStaleBuilds(parent string) {
+	old, _ := filepath.Glob(filepath.Join(parent, "build-*"))
+	for _, d := range old {
+		if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "testenv: "+format+"\n", args...)
+}
+
+// build makes a throwaway module next to dir that requires k8s.io/kubernetes and etcd's
+// server module, with Kubernetes' own ./staging replaces pointed at the published staging
+// modules, and builds both mains from it.
+func build(ctx context.Context, dir string) error {
+	goBin, err := goTool()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	logf("building kube-apiserver %s and etcd %s into %s from the Go module proxy (first use only: about 8 minutes and 2.5 GiB of memory with cold Go caches)",
+		KubernetesVersion, EtcdVersion, dir)
+
+	work, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return fmt.Errorf("testenv: creating build directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	run := func(args ...string) ([]byte, error) {
+		return runGo(ctx, goBin, work, start, args...)
+	}
+
+	// Kubernetes' go.mod replaces every k8s.io staging module with ./staging/src/...;
+	// a module that requires k8s.io/kubernetes must say where those come from.
+	out, err := run("mod", "download", "-json", kubernetesModule+"@"+KubernetesVersion)
+	if err != nil {
+		return fmt.Errorf("testenv: downloading %s@%s: %w", kubernetesModule, KubernetesVersion, err)
+	}
+	var mod struct{ GoMod, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.GoMod == "" {
+		return fmt.Errorf("testenv: locating the go.mod of %s@%s: %v %s", kubernetesModule, KubernetesVersion, err, mod.Error)
+	}
+	kgomod, err := os.ReadFile(mod.GoMod)
+	if err != nil {
+		return fmt.Errorf("testenv: reading %s: %w", mod.GoMod, err)
+	}
+	staging := stagingModules(kgomod)
+	if len(staging) == 0 {
+		return fmt.Errorf("testenv: %s has no ./staging replace directives; the build recipe needs updating", mod.GoMod)
+	}
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), buildGoMod(staging), 0o644); err != nil {
+		return fmt.Errorf("testenv: writing the build module: %w", err)
+	}
+	if _, err := run("get", apiserverPkg+"@"+KubernetesVersion, etcdModule+"@"+EtcdVersion); err != nil {
+		return fmt.Errorf("testenv: resolving modules for kube-apiserver and etcd: %w", err)
+	}
+	outDir := filepath.Join(work, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	if _, err := run("build", "-trimpath", "-ldflags", versionLDFlags(), "-o", outDir+string(filepath.Separator), apiserverPkg, etcdModule); err != nil {
+		return fmt.Errorf("testenv: building kube-apiserver and etcd: %w", err)
+	}
+	// go build names a /vN package's binary after the element before the major version.
+	names := map[string]string{"kube-apiserver": "kube-apiserver", "server": "etcd"}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	for from, to := range names {
+		if err := os.Rename(filepath.Join(outDir, from+exeSuffix()), filepath.Join(dir, to+exeSuffix())); err != nil {
+			return fmt.Errorf("testenv: installing %s: %w", to, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, stampFile), []byte(KubernetesVersion+" "+EtcdVersion+"\n"), 0o644); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	logf("built kube-apiserver and etcd in %s", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func exeSuffix() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
+}
+
+// versionLDFlags stamps the binary with its release, as Kubernetes' own build does, so the
+// server reports v1.37.2 in /version rather than a development version.
+func versionLDFlags() string {
+	minor := strings.Split(strings.TrimPrefix(KubernetesVersion, "v"), ".")[1]
+	var b strings.Builder
+	b.WriteString("-s -w")
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		fmt.Fprintf(&b, " -X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean",
+			pkg, KubernetesVersion, pkg, pkg, minor, pkg)
+	}
+	return b.String()
+}
+
+var stagingReplace = regexp.MustCompile(`(?m)^\s*(?:replace\s+)?(k8s\.io/[\w.\-/]+)\s*=>\s*\./staging/`)
+
+// stagingModules lists the module paths Kubernetes' go.mod replaces with ./staging directories.
+func stagingModules(gomod []byte) []string {
+	var mods []string
+	for _, m := range stagingReplace.FindAllSubmatch(gomod, -1) {
+		mods = append(mods, string(m[1]))
+	}
+	sort.Strings(mods)
+	return mods
+}
+
+func buildGoMod(staging []string) []byte {
+	var b bytes.Buffer
+	b.WriteString("// Throwaway module written by unstick's internal/testenv to build kube-apiserver and etcd.\n")
+	b.WriteString("module unstick.invalid/testenv-build\n\ngo 1.26.0\n\n")
+	fmt.Fprintf(&b, "require (\n\t%s %s\n\t%s %s\n)\n\nreplace (\n", kubernetesModule, KubernetesVersion, etcdModule, EtcdVersion)
+	for _, m := range staging {
+		fmt.Fprintf(&b, "\t%s => %s %s\n", m, m, stagingVersion)
+	}
+	b.WriteString(")\n")
+	return b.Bytes()
+}
+
+func goTool() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"+exeSuffix()); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", errors.New("testenv: the Go toolchain (go) is not in PATH; it is needed to build kube-apiserver and etcd for the test environment")
+}
+
+// runGo runs the go command in the build module, relaying its stderr (module downloads,
+// errors) with a prefix and saying every half minute that it is still working.
+func runGo(ctx context.Context, goBin, dir string, start time.Time, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, goBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"GOWORK=off",
+		"GOFLAGS=-mod=mod",
+		"CGO_ENABLED=0",
+	)
+	var stdout bytes.Buffer
+	tail := &tailWriter{max: 64 << 10}
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(tail, &prefixWriter{w: os.Stderr, prefix: "testenv: go: "})
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				logf("still building (go %s, %s elapsed)", args[0], time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	err := cmd.Run()
+	close(done)
+	if err != nil {
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, tail.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string { t.mu.Lock(); defer t.mu.Unlock(); return string(t.buf) }
+
+type prefixWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	prefix  string
+	partial []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := p.partial[:i]
+		line = bytes.TrimPrefix(line, []byte("go: "))
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, line)
+		p.partial = p.partial[i+1:]
+	}
+	return len(b), nil
+}
