@@ -182,11 +182,19 @@ func serve(ctx context.Context, dir string, noCRDs bool) error {
 }
 
 func load(ctx context.Context, dir, bundle, cluster string, stderr io.Writer) error {
-	kc := filepath.Join(dir, testenv.Kubeconfig)
+	kc := filepath.Join(dir, testenv.KubeconfigDirect)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
 	if err != nil {
 		return fmt.Errorf("reading %s (is the environment started?): %w", kc, err)
 	}
-	_, err = testenv.Load(ctx, cfg, bundle, testenv.LoadOptions{Cluster: cluster, Log: stderr})
-	return err
+	if _, err = testenv.Load(ctx, cfg, bundle, testenv.LoadOptions{Cluster: cluster, Log: stderr}); err != nil {
+		return err
+	}
+	// The pods' logs, for the log proxy in front of the server (it has no kubelet).
+	n, err := testenv.CopyLogs(bundle, cluster, filepath.Join(dir, testenv.LogsDir))
+	if err != nil {
+		return fmt.Errorf("copying the bundle's pod logs: %w", err)
+	}
+	fmt.Fprintf(stderr, "testenv: %d container logs served through %s\n", n, filepath.Join(dir, testenv.Kubeconfig))
+	return nil
 }

@@ -117,7 +117,16 @@ func fleetEnv(t *testing.T, clusters []string) string {
 			t.Fatalf("loading %s: %v", name, err)
 		}
 		t.Logf("%s: %d objects, %d created, %d statuses, %d warnings", name, res.Objects, res.Created, res.StatusWritten, len(res.Warnings))
-		server := logProxy(t, env.Config, example, name)
+		// The test server has no kubelet: the log proxy serves the bundle's pod logs.
+		logs := filepath.Join(t.TempDir(), "logs")
+		if _, err := testenv.CopyLogs(example, name, logs); err != nil {
+			t.Fatal(err)
+		}
+		server, closeProxy, err := testenv.ServeLogProxy(env.Config, logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = closeProxy() })
 		kc.Clusters[name] = &clientcmdapi.Cluster{Server: server}
 		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{}
 		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}

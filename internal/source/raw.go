@@ -103,3 +103,46 @@ func expandRaw(doc []byte, fn func(map[string]any) error) error {
 	}
 	return fn(obj)
 }
+
+// RawLog is one container log file of a bundle.
+type RawLog struct {
+	Cluster                   string // "" for the bundle root
+	Namespace, Pod, Container string
+	Previous                  bool
+	Data                      []byte
+}
+
+// ReadRawLogs calls fn for every container log file of a bundle (directory or .tar.gz).
+func ReadRawLogs(path string, fn func(RawLog) error) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("reading bundle: %w", err)
+	}
+	var es []entry
+	if fi.IsDir() {
+		es, err = listDir(path, DefaultLimits)
+	} else {
+		es, err = readTarGz(path, DefaultLimits)
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range stripCommonRoot(es) {
+		cluster, rest := clusterOf(e.rel, "")
+		if cluster == rootCluster {
+			cluster = ""
+		}
+		m := logPath.FindStringSubmatch(rest)
+		if m == nil {
+			continue
+		}
+		data, err := e.read()
+		if err != nil {
+			continue
+		}
+		if err := fn(RawLog{Cluster: cluster, Namespace: m[1], Pod: m[2], Container: m[3], Previous: m[4] != "", Data: data}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // Files of an environment run by StartProcess, inside its directory.
@@ -17,10 +19,14 @@ const (
 	lockName   = "testenv.lock"
 	readyFile  = "ready"
 	Kubeconfig = "kubeconfig"
+	// KubeconfigDirect talks to the API server itself, with administrator certificates;
+	// Kubeconfig goes through the log proxy (LogProxy), which serves pods/log from LogsDir.
+	KubeconfigDirect = "kubeconfig-direct"
+	LogsDir          = "logs"
 )
 
 // created lists what StartProcess puts in the directory, for Stop to remove.
-var created = []string{Kubeconfig, PIDFile, readyFile, "etcd", "pki", "bin", "testenv.log", lockName}
+var created = []string{Kubeconfig, KubeconfigDirect, LogsDir, PIDFile, readyFile, "etcd", "pki", "bin", "testenv.log", lockName}
 
 // StartProcess runs an environment outside a test, owned by the calling process (which
 // should stay alive until it calls Stop on the Env, or until another process calls Stop(dir)
@@ -53,7 +59,22 @@ func StartProcess(ctx context.Context, dir string, opts ...Option) (*Env, error)
 		unlock()
 		return nil, err
 	}
+	// The test server has no kubelet: clients reach it through the log proxy, which answers
+	// pods/log from the logs of the bundles loaded into it.
+	proxyURL, closeProxy, err := ServeLogProxy(e.Config, filepath.Join(dir, LogsDir))
+	if err == nil {
+		err = WriteKubeconfig(filepath.Join(dir, KubeconfigDirect), e.Config, name)
+	}
+	if err == nil {
+		err = WriteKubeconfig(filepath.Join(dir, Kubeconfig), &rest.Config{Host: proxyURL}, name)
+	}
+	if err != nil {
+		_ = e.Stop()
+		unlock()
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		_ = closeProxy()
 		_ = e.Stop()
 		unlock()
 		return nil, fmt.Errorf("testenv: %w", err)
@@ -64,6 +85,7 @@ func StartProcess(ctx context.Context, dir string, opts ...Option) (*Env, error)
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
 	e.release = func() {
+		_ = closeProxy()
 		_ = os.Remove(filepath.Join(dir, readyFile))
 		_ = os.Remove(filepath.Join(dir, PIDFile))
 		unlock()
