@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/unstick-dev/unstick/internal/source"
+	"github.com/unstick-dev/unstick/internal/testenv"
+)
+
+// liveScenarios are catalogue scenarios, one or two per family, replayed into real API servers
+// (one per cluster of the scenario) and scanned live: each must give the findings its offline
+// scan gives. (pod/terminating-stuck cannot be replayed: the server stamps deletionTimestamp
+// with the time of the replay, not the time recorded in the bundle.)
+var liveScenarios = []string{
+	"helm/release-pending-positive",
+	"fleet/agent-heartbeat-stale-positive",
+	"fleet/bundle-err-applied-positive",
+	"fleet/registration-broken-positive",
+	"pod/unschedulable-taints-positive",
+	"pod/crashloop-positive",
+	"image/pull-not-found-positive",
+	"workload/quota-exceeded-positive",
+	"agent/tls-positive",
+	"crd/missing-downstream-agent-positive",
+	"crd/version-not-served-positive",
+	"cluster/clock-skew-node-heartbeat-positive",
+}
+
+func TestScenariosScanTheSameLive(t *testing.T) {
+	for _, name := range liveScenarios {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "testdata", "scenarios", name)
+			// The offline scan names the clusters; the live contexts get the same names.
+			snap, err := (&source.Offline{Path: dir}).Load(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			bundleHasClusters := false
+			_ = source.ReadRawObjects(dir, func(o source.RawObject) error {
+				bundleHasClusters = bundleHasClusters || o.Cluster != ""
+				return nil
+			})
+			kc := clientcmdapi.NewConfig()
+			for _, c := range snap.Clusters {
+				env := testenv.Start(t, testenv.WithContextName(c.Name))
+				pick := ""
+				if bundleHasClusters {
+					pick = c.Name
+				}
+				if _, err := testenv.Load(t.Context(), env.Config, dir, testenv.LoadOptions{Cluster: pick}); err != nil {
+					t.Fatalf("loading %s: %v", c.Name, err)
+				}
+				logs := filepath.Join(t.TempDir(), "logs")
+				if _, err := testenv.CopyLogs(dir, pick, logs); err != nil {
+					t.Fatal(err)
+				}
+				server, closeProxy, err := testenv.ServeLogProxy(env.Config, logs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = closeProxy() })
+				kc.Clusters[c.Name] = &clientcmdapi.Cluster{Server: server}
+				kc.AuthInfos[c.Name] = &clientcmdapi.AuthInfo{}
+				kc.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
+				kc.CurrentContext = c.Name
+			}
+			path := filepath.Join(t.TempDir(), "kubeconfig")
+			if err := clientcmd.WriteToFile(*kc, path); err != nil {
+				t.Fatal(err)
+			}
+			at := snap.CollectedAt.UTC().Format("2006-01-02T15:04:05Z")
+			offOut, offErr, _ := run(t, "scan", "--from", dir, "--now", at, "-o", "json")
+			liveOut, liveErr, _ := run(t, "scan", "--kubeconfig", path, "--all-contexts", "--now", at, "-o", "json", "-q")
+			off, live := parse(t, offOut, offErr), parse(t, liveOut, liveErr)
+			if len(off.Findings) == 0 {
+				t.Fatal("the scenario has no findings offline")
+			}
+			if d := diff(off.keys(), live.keys()); d != "" {
+				t.Errorf("live findings differ from offline (- offline only, + live only):\n%s", d)
+			}
+			if d := diff(off.roots(), live.roots()); d != "" {
+				t.Errorf("live incidents differ from offline:\n%s", d)
+			}
+		})
+	}
+}
