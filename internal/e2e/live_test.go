@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/unstick-dev/unstick/internal/cli"
+	"github.com/unstick-dev/unstick/internal/source"
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
 
@@ -180,5 +181,32 @@ func TestLiveScanMatchesOfflineAndCollect(t *testing.T) {
 	b, err := os.ReadFile(bundle)
 	if err != nil || len(b) == 0 {
 		t.Fatalf("no bundle written: %v", err)
+	}
+}
+
+// Lists are paginated: reading with a page of 2 objects sees exactly what a page of 500 sees.
+func TestLiveListsArePaginated(t *testing.T) {
+	env := testenv.Start(t, testenv.WithContextName("local"))
+	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(page int64) map[string]int {
+		l := &source.Live{Targets: []source.Target{{Name: "local", Server: env.Config.Host, Config: env.Config}}, PageSize: page}
+		snap, err := l.Load(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := snap.Cluster("local")
+		return map[string]int{"bundledeployments": len(c.BundleDeployments), "clusters": len(c.FleetClusters), "helm releases": len(c.HelmReleases),
+			"pods": len(c.Pods), "events": len(c.Events), "crds": len(c.CRDs), "nodes": len(c.Nodes), "contents": len(c.Contents)}
+	}
+	small, large := count(2), count(500)
+	for k, v := range large {
+		if small[k] != v {
+			t.Errorf("%s: %d with pages of 2, %d with pages of 500", k, small[k], v)
+		}
+	}
+	if large["bundledeployments"] < 3 || large["clusters"] < 3 {
+		t.Errorf("too few objects to exercise paging: %v", large)
 	}
 }
