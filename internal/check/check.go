@@ -13,6 +13,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/imageref"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -33,6 +34,16 @@ type Context struct {
 	Now        time.Time
 	Thresholds *Thresholds
 	Catalog    *catalog.Catalog
+	// Images is what registries said about image references (keyed by the reference as the
+	// workload uses it), gathered before the checks run. Nil when the registry was not asked
+	// (--offline-registry): checks then rely on events, logs and conditions.
+	Images map[string]imageref.Facts
+	// TargetVersion is the Kubernetes version an upgrade is about to move to (preflight
+	// --target-version); empty otherwise.
+	TargetVersion string
+	// Preflight judges readiness before an upgrade: configuration risks are reported even
+	// where nothing shows them biting yet (a scan reports them only with such evidence).
+	Preflight bool
 }
 
 // New starts a finding of id about obj on cluster, with the catalogue's severity and ladder.

@@ -25,5 +25,16 @@ func All() []Check {
 		crdMissing,
 		crdVersions,
 		clockSkew,
+		// system-upgrade-controller Plans, their images, Jobs and nodes.
+		sucPlanImages,
+		sucController,
+		sucPlanProgress,
+		sucJobs,
+		sucNodes,
+		// Upgrade readiness: capacity, etcd snapshots, agent configuration.
+		clusterHeadroom,
+		etcdBackups,
+		agentConfig,
+		privateRegistryPullSecrets,
 	}
 }

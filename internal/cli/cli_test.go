@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -318,5 +319,47 @@ data:
 	}
 	if !strings.Contains(out, "helm/release-pending") {
 		t.Errorf("the pending release (from its labels) was not reported:\n%s", out)
+	}
+}
+
+// A context that does not exist and a server that does not answer both fail fast, exit 1,
+// naming the context or the server.
+func TestLiveScanFailsFast(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: refused
+  cluster: {server: "https://127.0.0.1:1"}
+contexts:
+- name: refused
+  context: {cluster: refused, user: u}
+current-context: refused
+users:
+- name: u
+  user: {token: not-a-real-token}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scan", "--kubeconfig", kc, "--context", "does-not-exist"}, `"does-not-exist"`},
+		{[]string{"scan", "--kubeconfig", kc, "--timeout", "5s"}, "https://127.0.0.1:1"},
+		{[]string{"collect", "--kubeconfig", kc, "--timeout", "5s", "-o", filepath.Join(t.TempDir(), "b.tgz")}, "https://127.0.0.1:1"},
+	}
+	for _, c := range cases {
+		start := time.Now()
+		_, errOut, code := run(t, c.args...)
+		if code != ExitFailed {
+			t.Errorf("%v: exit %d, want 1 (stderr %q)", c.args, code, errOut)
+		}
+		if !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: stderr %q does not name %s", c.args, errOut, c.want)
+		}
+		if d := time.Since(start); d > 6*time.Second {
+			t.Errorf("%v took %s, more than its timeout", c.args, d)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -51,13 +52,29 @@ func (e *FindingsError) Error() string {
 
 // Run executes unstick with args and returns the exit code.
 func Run(ctx context.Context, s Streams, args []string) int {
-	root := NewRoot(s)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return exitCode(s, err)
+	return runAs(ctx, s, os.Args[0], args)
 }
 
-func exitCode(s Streams, err error) int {
+// runAs runs unstick as if invoked through argv0: "kubectl-unstick" makes it the kubectl
+// plugin, whose help and messages say "kubectl unstick".
+func runAs(ctx context.Context, s Streams, argv0 string, args []string) int {
+	root := newRoot(s, argv0)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return exitCode(s, displayName(argv0), err)
+}
+
+// displayName is how the user called unstick: "kubectl unstick" when the binary is the
+// kubectl plugin (kubectl runs kubectl-unstick for `kubectl unstick`), else "unstick".
+func displayName(argv0 string) string {
+	name := strings.TrimSuffix(filepath.Base(argv0), ".exe")
+	if strings.HasPrefix(name, "kubectl-") {
+		return "kubectl " + strings.ReplaceAll(strings.TrimPrefix(name, "kubectl-"), "_", "-")
+	}
+	return "unstick"
+}
+
+func exitCode(s Streams, name string, err error) int {
 	if err == nil {
 		return ExitOK
 	}
@@ -67,7 +84,7 @@ func exitCode(s Streams, err error) int {
 	}
 	var ue *UsageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
-		fmt.Fprintf(s.ErrOut, "error: %v\nSee 'unstick --help'.\n", err)
+		fmt.Fprintf(s.ErrOut, "error: %v\nSee '%s --help'.\n", err, name)
 		return ExitUsage
 	}
 	fmt.Fprintf(s.ErrOut, "error: %v\n", err)
@@ -85,12 +102,12 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
-// NewRoot builds the command tree.
-func NewRoot(s Streams) *cobra.Command {
-	name := filepath.Base(os.Args[0])
-	if !strings.HasPrefix(name, "kubectl-") {
-		name = "unstick"
-	}
+// NewRoot builds the command tree for the program as invoked (os.Args[0]).
+func NewRoot(s Streams) *cobra.Command { return newRoot(s, os.Args[0]) }
+
+func newRoot(s Streams, argv0 string) *cobra.Command {
+	name := displayName(argv0)
+	g := newGlobals(s, name)
 	root := &cobra.Command{
 		Use:   "unstick",
 		Short: "Find, explain and safely fix stuck upgrades in Rancher fleets",
@@ -115,9 +132,32 @@ It is read-only: nothing in a cluster is changed by scan or explain.`,
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{Err: err} })
+	g.addFlags(root.PersistentFlags())
+	_ = root.RegisterFlagCompletionFunc("config", yamlFiles)
+	root.PersistentPreRun = func(*cobra.Command, []string) { g.init() }
+	root.AddCommand(newScanCmd(s, g), newExplainCmd(s), newCollectCmd(s), newVersionCmd(s))
+	root.AddCommand(newImagesCmd(s, g), newPreflightCmd(s, g))
+	root.AddCommand(newFixCmd(s, g), newRestoreCmd(s, g))
 	if name != "unstick" {
-		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl unstick"}
+		asPlugin(root, name)
 	}
-	root.AddCommand(newScanCmd(s), newExplainCmd(s), newCollectCmd(s), newVersionCmd(s))
+	registerKubeCompletions(root)
 	return root
 }
+
+// asPlugin makes help read as kubectl users type it: usage lines and examples say
+// "kubectl unstick scan", not "unstick scan".
+func asPlugin(root *cobra.Command, name string) {
+	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Example = pluginExample.ReplaceAllString(c.Example, "${1}"+name+" ")
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// pluginExample matches "unstick " where a command line starts in an example.
+var pluginExample = regexp.MustCompile(`(?m)^(\s*(?:\$ )?)unstick `)

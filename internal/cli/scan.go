@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/snapshot"
@@ -20,6 +22,7 @@ import (
 
 type scanOptions struct {
 	s Streams
+	g *globalOptions
 
 	from       string
 	now        string
@@ -33,16 +36,18 @@ type scanOptions struct {
 	catalog    string
 	kube       *kubeFlags
 	live       bool
+	outputFile string
 
 	// completed
 	nowTime time.Time
 	failSev finding.Severity
 	cat     *catalog.Catalog
 	th      *check.Thresholds
+	cfg     *config.Config
 }
 
-func newScanCmd(s Streams) *cobra.Command {
-	o := &scanOptions{s: s, kube: newKubeFlags()}
+func newScanCmd(s Streams, g *globalOptions) *cobra.Command {
+	o := &scanOptions{s: s, g: g, kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "scan",
 		Short: "Find stuck upgrades and explain their root cause",
@@ -64,6 +69,14 @@ logs/<namespace>/<pod>/<container>.log and one sub-directory per cluster under
 clusters/<name>/. It is judged at its collection time (its unstick-bundle.yaml, else the
 newest timestamp in it) unless --now says otherwise.
 
+Reports: -o table (default), json, yaml, markdown, html (one self-contained file), sarif
+(SARIF 2.1.0 for code-scanning services) or junit (one test case per check per cluster);
+--output-file writes the report to a file instead of stdout.
+
+The configuration file (~/.config/unstick/config.yaml, or --config) sets thresholds,
+severity overrides, suppressed findings (each with a reason and an expiry) and registry
+settings; --threshold flags win over it.
+
 Exit codes: 0 nothing at or above --fail-on, 3 findings at or above it, 1 unstick itself
 failed, 2 usage error.`,
 		Example: `  # The bundled example fleet
@@ -80,7 +93,12 @@ failed, 2 usage error.`,
   unstick scan --from bundle/ --only helm/ --only fleet/ --only-cluster prod-eu-1
 
   # Treat a release as stuck after 5 minutes instead of 15, fail CI on warnings
-  unstick scan --from bundle/ --threshold helm.pendingAfter=5m --fail-on warning`,
+  unstick scan --from bundle/ --threshold helm.pendingAfter=5m --fail-on warning
+
+  # A report to attach to a ticket, and SARIF and JUnit for CI
+  unstick scan --from bundle/ -o html --output-file report.html
+  unstick scan --from bundle/ -o sarif --output-file unstick.sarif
+  unstick scan --from bundle/ -o junit --output-file unstick-junit.xml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
@@ -104,11 +122,17 @@ failed, 2 usage error.`,
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto|always|never (auto: when stdout is a terminal and NO_COLOR is unset)")
 	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
+	f.StringVar(&o.outputFile, "output-file", "", "write the report to this file instead of stdout (the exit code is the same)")
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(report.Formats...))
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("critical", "error", "warning", "info", "none"))
 	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletion("auto", "always", "never"))
-	_ = cmd.RegisterFlagCompletionFunc("only", catalogCompletion)
+	_ = cmd.RegisterFlagCompletionFunc("only", findingIDCompletion)
+	_ = cmd.RegisterFlagCompletionFunc("only-cluster", bundleClusterCompletion)
+	_ = cmd.RegisterFlagCompletionFunc("from", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"tar.gz", "tgz"}, cobra.ShellCompDirectiveFilterFileExt
+	})
+	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
 	return cmd
 }
 
@@ -118,12 +142,8 @@ func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([
 	}
 }
 
-func catalogCompletion(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	c, err := catalog.Load()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return c.IDs(), cobra.ShellCompDirectiveNoFileComp
+func yamlFiles(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
 }
 
 func (o *scanOptions) complete() error {
@@ -141,7 +161,12 @@ func (o *scanOptions) complete() error {
 	if o.cat, err = catalog.LoadWithOverrides(o.catalog); err != nil {
 		return usageErrorf("--catalog: %v", err)
 	}
-	o.th = check.NewThresholds(o.cat)
+	if o.cfg, err = o.g.config(); err != nil {
+		return err
+	}
+	if o.cat, o.th, err = o.g.applyConfig(o.cfg, o.cat); err != nil {
+		return err
+	}
 	for _, kv := range o.thresholds {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -199,26 +224,88 @@ func unwrapPathError(err error) error {
 }
 
 func (o *scanOptions) run(ctx context.Context) error {
+	log := o.g.log
+	start := time.Now()
 	snap, err := o.load(ctx)
 	if err != nil {
 		return err
 	}
-	rep := Evaluate(snap, o.evalTime(snap), o.th, o.cat, check.Filter{Only: o.only, Clusters: o.clusters})
-	if err := report.Render(o.s.Out, rep, o.output, report.Options{Color: o.useColor()}); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
+	log.Info("loaded", "clusters", len(snap.Clusters), "skipped", len(snap.Skipped), "errors", len(snap.Errors), "took", time.Since(start))
+	start = time.Now()
+	now := o.evalTime(snap)
+	ctxc := &check.Context{Snap: snap, Now: now, Thresholds: o.th, Catalog: o.cat}
+	incidents, fs, errs := check.Evaluate(ctxc, check.Filter{Only: o.only, Clusters: o.clusters})
+	o.cfg.OverrideSeverities(incidents, fs)
+	incidents, fs, sup := o.cfg.Apply(o.g.clock(), incidents, fs)
+	for i, n := range sup.Count {
+		s := o.cfg.Suppress[i]
+		log.Info(fmt.Sprintf("suppressed %d finding(s) of %s by %s:%d (%s, until %s)", n, s.ID, o.cfg.Path, s.Line, s.Reason, s.ExpiresText))
+	}
+	rep := report.New(snap, now, incidents, fs, errs)
+	log.Debug("evaluated", "at", now.Format(time.RFC3339), "checks", len(check.All()), "incidents", len(rep.Incidents), "findings", len(rep.Findings), "suppressed", sup.Total, "took", time.Since(start))
+	if err := o.write(rep); err != nil {
+		return err
 	}
 	return failOn(rep, o.failSev)
 }
 
+// write renders the report to stdout, or to --output-file through a temporary file in the
+// same directory, so a reader never sees half a report.
+func (o *scanOptions) write(rep *report.Report) error {
+	opts := report.Options{Color: o.useColor(), Catalog: o.cat, ToolVersion: versionString(), FailOn: o.failSev, Checks: checkInfos()}
+	if o.failSev == 0 {
+		opts.FailOn = report.FailNever
+	}
+	if o.outputFile == "" {
+		if err := report.Render(o.s.Out, rep, o.output, opts); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+		return nil
+	}
+	start := time.Now()
+	tmp, err := os.CreateTemp(filepath.Dir(o.outputFile), "."+filepath.Base(o.outputFile)+".*")
+	if err != nil {
+		return fmt.Errorf("--output-file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if err := report.Render(tmp, rep, o.output, opts); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the report to %s: %w", o.outputFile, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--output-file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the report to %s: %w", o.outputFile, err)
+	}
+	if err := os.Rename(tmp.Name(), o.outputFile); err != nil {
+		return fmt.Errorf("--output-file: %w", err)
+	}
+	o.g.log.Info("wrote the report", "file", o.outputFile, "format", o.output, "took", time.Since(start))
+	return nil
+}
+
+// checkInfos lists the registered checks for the junit report.
+func checkInfos() []report.CheckInfo {
+	var out []report.CheckInfo
+	for _, c := range check.All() {
+		out = append(out, report.CheckInfo{Name: c.Name, Emits: c.Emits})
+	}
+	return out
+}
+
 // load reads the bundle or the live clusters.
 func (o *scanOptions) load(ctx context.Context) (*snapshot.Snapshot, error) {
-	prog := newProgress(o.s.ErrOut, o.quiet)
+	prog := o.g.status
+	prog.quiet(o.quiet)
 	defer prog.done()
 	if !o.live {
-		src := &source.Offline{Path: o.from, Progress: func(n int) { prog.update("reading %s: %d files", o.from, n) }}
+		o.g.log.Debug("reading the offline bundle", "path", o.from)
+		src := &source.Offline{Path: o.from, Progress: func(n int) { prog.count("reading "+o.from, n, 0, "files") }}
 		return src.Load(ctx)
 	}
-	live, err := o.kube.live(func(done, total int) { prog.update("reading clusters: %d/%d", done, total) })
+	live, err := o.kube.live(func(done, total int) { prog.count("reading clusters", done, total, "clusters") })
 	if err != nil {
 		return nil, err
 	}

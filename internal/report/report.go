@@ -1,5 +1,5 @@
-// Package report renders a scan's result: table, json, yaml and markdown. The JSON shape is
-// the stable, versioned API of SPEC §2.2.
+// Package report renders a scan's result: table, json, yaml, markdown, html, sarif and junit.
+// The JSON shape is the stable, versioned API of SPEC §2.2.
 package report
 
 import (
@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -65,7 +66,7 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 func objectCount(c *snapshot.Cluster) int {
 	return len(c.Namespaces) + len(c.Nodes) + len(c.Pods) + len(c.Events) + len(c.ConfigMaps) + len(c.Secrets) +
 		len(c.ResourceQuotas) + len(c.Deployments) + len(c.ReplicaSets) + len(c.DaemonSets) + len(c.Jobs) + len(c.CRDs) +
-		len(c.FleetClusters) + len(c.Bundles) + len(c.BundleDeployments) + len(c.ClusterRegistrations) + len(c.Contents) + len(c.Other)
+		len(c.FleetClusters) + len(c.Bundles) + len(c.BundleDeployments) + len(c.ClusterRegistrations) + len(c.Contents) + len(c.Plans) + len(c.EtcdSnapshots) + len(c.Other)
 }
 
 func (r *Report) normalise() {
@@ -113,13 +114,34 @@ func (r *Report) Worst() finding.Severity {
 }
 
 // Formats lists the output formats, in the order --help shows them.
-var Formats = []string{"table", "json", "yaml", "markdown"}
+var Formats = []string{"table", "json", "yaml", "markdown", "html", "sarif", "junit"}
 
 // Options tune rendering.
 type Options struct {
 	Color bool // ANSI colour in the table
 	Width int  // table width; 0 means 100
+
+	// Catalog supplies rule titles and help (sarif) and the check list (junit); nil means
+	// the built-in catalogue.
+	Catalog *catalog.Catalog
+	// ToolVersion is the unstick version named in sarif and html.
+	ToolVersion string
+	// FailOn is the severity from which a finding fails a junit test case (--fail-on);
+	// 0 means error, FailNever means no finding fails one.
+	FailOn finding.Severity
+	// Checks are the checks that ran, each with the IDs it emits: junit has one test case
+	// per check per cluster. Nil means one test case per catalogue ID.
+	Checks []CheckInfo
 }
+
+// CheckInfo names a check and the finding IDs it may report.
+type CheckInfo struct {
+	Name  string
+	Emits []string
+}
+
+// FailNever as Options.FailOn: findings are listed in junit but fail no test case.
+const FailNever = finding.Critical + 1
 
 // Render writes r in format.
 func Render(w io.Writer, r *Report, format string, o Options) error {
@@ -144,6 +166,12 @@ func Render(w io.Writer, r *Report, format string, o Options) error {
 		return renderMarkdown(w, r)
 	case "table", "":
 		return renderTable(w, r, o)
+	case "html":
+		return renderHTML(w, r, o)
+	case "sarif":
+		return renderSARIF(w, r, o)
+	case "junit":
+		return renderJUnit(w, r, o)
 	}
 	return fmt.Errorf("unknown output format %q (want one of %v)", format, Formats)
 }

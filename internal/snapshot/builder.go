@@ -20,6 +20,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/suc"
 )
 
 // ClusterInfo is what a source knows of a cluster before reading its objects.
@@ -207,6 +208,10 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 		target = &fleetv1.ClusterRegistration{}
 	case "fleet.cattle.io/Content":
 		return &fleetContent{name: h.Metadata.Name}, nil
+	case "upgrade.cattle.io/Plan":
+		return suc.Decode(raw)
+	case "rke.cattle.io/ETCDSnapshot", "k3s.cattle.io/ETCDSnapshotFile":
+		return decodeEtcdSnapshot(h, raw)
 	default:
 		u := &Unstructured{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
 		if err := json.Unmarshal(raw, &u.Object); err != nil {
@@ -296,7 +301,7 @@ func (b *Builder) addLocked(c *Cluster, src string, h *Header, obj any) error {
 	case *corev1.Namespace:
 		c.Namespaces = append(c.Namespaces, o)
 	case *corev1.ConfigMap:
-		o.Data = keysOnly(o.Data)
+		o.Data = keysOnly(o.Data, suc.EnvPrefix)
 		o.BinaryData = nil
 		c.ConfigMaps = append(c.ConfigMaps, o)
 	case *corev1.Secret:
@@ -344,6 +349,10 @@ func (b *Builder) addLocked(c *Cluster, src string, h *Header, obj any) error {
 	case *fleetContent:
 		c.Contents = append(c.Contents, o.name)
 		c.contentIx[o.name] = true
+	case *suc.Plan:
+		c.Plans = append(c.Plans, o)
+	case *EtcdSnapshot:
+		c.EtcdSnapshots = append(c.EtcdSnapshots, o)
 	case *Unstructured:
 		c.Other = append(c.Other, o)
 	}
@@ -363,13 +372,20 @@ func splitSource(src string) (string, int) {
 	return src, 0
 }
 
-func keysOnly(m map[string]string) map[string]string {
+// keysOnly drops ConfigMap values, except those of keys starting with keep: controller
+// settings the checks read (system-upgrade-controller's SYSTEM_UPGRADE_* in
+// default-controller-env), which are configuration, not secrets.
+func keysOnly(m map[string]string, keep string) map[string]string {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]string, len(m))
-	for k := range m {
-		out[k] = ""
+	for k, v := range m {
+		if keep != "" && strings.HasPrefix(k, keep) {
+			out[k] = v
+		} else {
+			out[k] = ""
+		}
 	}
 	return out
 }
@@ -472,6 +488,14 @@ func sortCluster(c *Cluster) {
 	sort.Slice(c.BundleDeployments, func(i, j int) bool { return byNsName(c.BundleDeployments[i], c.BundleDeployments[j]) })
 	sort.Slice(c.ClusterRegistrations, func(i, j int) bool { return byNsName(c.ClusterRegistrations[i], c.ClusterRegistrations[j]) })
 	sort.Slice(c.Jobs, func(i, j int) bool { return byNsName(c.Jobs[i], c.Jobs[j]) })
+	sort.Slice(c.Plans, func(i, j int) bool { return byNsName(c.Plans[i], c.Plans[j]) })
+	sort.Slice(c.EtcdSnapshots, func(i, j int) bool {
+		a, b := c.EtcdSnapshots[i], c.EtcdSnapshots[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
 	sort.Slice(c.CRDs, func(i, j int) bool { return c.CRDs[i].Name < c.CRDs[j].Name })
 	sort.Slice(c.HelmReleases, func(i, j int) bool {
 		a, b := c.HelmReleases[i], c.HelmReleases[j]

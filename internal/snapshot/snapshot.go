@@ -14,6 +14,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/suc"
 )
 
 // Role says what a cluster is to Fleet.
@@ -70,6 +71,8 @@ type Cluster struct {
 	ClusterRegistrations []*fleetv1.ClusterRegistration
 	Contents             []string // names of fleet Content objects (payloads are not kept)
 	HelmReleases         []*helmrelease.Release
+	Plans                []*suc.Plan     // system-upgrade-controller Plans (upgrade.cattle.io)
+	EtcdSnapshots        []*EtcdSnapshot // rke.cattle.io ETCDSnapshots and k3s.cattle.io ETCDSnapshotFiles
 	Other                []*Unstructured
 
 	// CRDsCollected is true when the source listed CRDs for this cluster, so an absent
@@ -100,6 +103,25 @@ type CRDVersion struct {
 	Name    string
 	Served  bool
 	Storage bool
+}
+
+// EtcdSnapshot is one etcd snapshot record: an rke.cattle.io ETCDSnapshot (on the Rancher
+// management cluster, one per snapshot of a provisioned RKE2/K3s cluster; rancher/rancher
+// pkg/apis/rke.cattle.io/v1/etcdsnapshot_types.go) or a k3s.cattle.io ETCDSnapshotFile (on the
+// RKE2/K3s cluster itself).
+type EtcdSnapshot struct {
+	Kind, Namespace, Name string
+	// Cluster is the provisioned cluster an rke.cattle.io snapshot belongs to
+	// (spec.clusterName, else the rke.cattle.io/cluster-name label); empty for
+	// ETCDSnapshotFiles, which belong to the cluster they were read from.
+	Cluster   string
+	Node      string
+	Location  string
+	CreatedAt time.Time
+	// Ready is false for a snapshot that failed (snapshotFile.status "failed",
+	// status.readyToUse false) or is missing from its storage (status.missing).
+	Ready   bool
+	Message string
 }
 
 // Unstructured is an object of a kind no check has a type for.

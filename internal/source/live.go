@@ -176,6 +176,9 @@ var resources = []resource{
 	{gvr: gvr("fleet.cattle.io", "v1alpha1", "clusterregistrations"), kind: "ClusterRegistration", scope: allNamespaces, optional: true},
 	{gvr: gvr("fleet.cattle.io", "v1alpha1", "contents"), kind: "Content", scope: clusterScoped, metaOnly: true, optional: true},
 	{gvr: gvr("upgrade.cattle.io", "v1", "plans"), kind: "Plan", scope: allNamespaces, optional: true},
+	{gvr: gvr("", "v1", "serviceaccounts"), kind: "ServiceAccount", scope: watchedNamespaces},
+	{gvr: gvr("rke.cattle.io", "v1", "etcdsnapshots"), kind: "ETCDSnapshot", scope: allNamespaces, optional: true},
+	{gvr: gvr("k3s.cattle.io", "v1", "etcdsnapshotfiles"), kind: "ETCDSnapshotFile", scope: allNamespaces, optional: true},
 }
 
 // WatchedNamespace says which namespaces hold what upgrades depend on: Rancher's and Fleet's

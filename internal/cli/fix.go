@@ -1,0 +1,396 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+
+	"github.com/unstick-dev/unstick/internal/catalog"
+	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/config"
+	"github.com/unstick-dev/unstick/internal/imageref"
+	"github.com/unstick-dev/unstick/internal/registry"
+	"github.com/unstick-dev/unstick/internal/remediate"
+	"github.com/unstick-dev/unstick/internal/remediate/execute"
+)
+
+var fixFormats = []string{"table", "json"}
+
+type fixOptions struct {
+	s Streams
+	g *globalOptions
+
+	from          string
+	now           string
+	output        string
+	thresholds    []string
+	only          []string
+	clusters      []string
+	images        []string
+	maxRisk       string
+	apply         bool
+	yes           bool
+	backupDir     string
+	verifyTimeout time.Duration
+	quiet         bool
+	catalog       string
+	kube          *kubeFlags
+	reg           *registryFlags
+	live          bool
+
+	// completed
+	nowTime time.Time
+	risk    remediate.Risk
+	choices []remediate.ImageChoice
+	cat     *catalog.Catalog
+	th      *check.Thresholds
+	cfg     *config.Config
+}
+
+func newFixCmd(s Streams, g *globalOptions) *cobra.Command {
+	o := &fixOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}}
+	cmd := &cobra.Command{
+		Use:   "fix",
+		Short: "Plan, and with --apply carry out, the least risky fix for each stuck upgrade",
+		Long: `Turns what scan finds into a remediation plan and, only with --apply, carries it out.
+
+For each incident the plan climbs the fix ladder, lowest risk first: observe (save the objects,
+their events and logs), resync (bump a Fleet Cluster's redeployAgentGeneration, or a Bundle's or
+GitRepo's forceSyncGeneration), restart (the agent's or controller's Deployment, as kubectl
+rollout restart does), repair (roll a pending Helm release back as helm rollback does, or mark
+it failed where nothing can be rolled back to; delete a stuck SUC Job; remove a node's
+plan.upgrade.cattle.io/<plan> label; uncordon a node left cordoned), realign (patch a SUC Plan's
+image to one the registry confirms for every node's platform). Every step says what it changes,
+why (the finding and its evidence), its risk, what must still hold when it runs (the objects'
+resourceVersion when planned), how success is verified, and the kubectl or helm command an
+operator would type instead. --max-risk caps what runs (default low); steps above it are listed.
+
+Without --apply nothing is changed. With --apply each step asks first (--yes answers yes), then:
+backs up every object it will touch (YAML, one file per object, with events and pod logs as
+evidence) into --backup-dir, asks the API server for a server-side dry-run, writes with the
+resourceVersion read when planning as a precondition, verifies within --verify-timeout that
+the state moved, and appends a line to the journal in --backup-dir. An incident stops at the
+first rung that verifies. An object that changed since planning is never overwritten: the
+step makes no write, the plan is made again and shown, and fix stops. Before the first write,
+fix asks the API server whether the credentials allow every write of the plan and names what
+is missing (deploy/rbac/fix.yaml grants it).
+
+Run again with the same --backup-dir after an interruption: finished steps are not repeated, a
+step the interrupted run wrote is verified instead of written again, and no backup is
+overwritten. 'unstick restore DIR' puts the objects back.
+
+Never touched: Fleet ClusterRegistrations and registration secrets, CRDs, Namespaces, and
+Secrets other than Helm release storage.
+
+Helm release records are written with Helm's own storage driver; backups of release Secrets
+keep their payload (files 0600 in directories 0700) so restore is exact, and payloads are never
+printed. --image references are checked against their registry even with --offline-registry.
+
+Exit codes: 0 nothing to fix or every incident fixed, 3 something remains (blocked, above
+--max-risk, declined or not verified), 1 unstick failed or an object changed since planning,
+2 usage error.`,
+		Example: `  # The plan for the current context; nothing is changed
+  unstick fix
+
+  # Only the Helm findings of one downstream cluster, as JSON
+  unstick fix --context rancher --context prod-eu-1 --only helm/ --only-cluster prod-eu-1 -o json
+
+  # Carry it out, rolling back pending Helm releases (medium risk), without prompts
+  unstick fix --context prod-eu-1 --apply --yes --max-risk medium --backup-dir ./fix-prod-eu-1
+
+  # Realign a SUC Plan to a kubectl tag that exists for every node, then clear its Jobs and labels
+  unstick fix --context edge --image system-upgrade/apply-manifests:upgrade=rancher/kubectl:v1.31.12 --max-risk medium --apply
+
+  # Put everything back
+  unstick restore ./fix-prod-eu-1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.live = o.from == "" || o.kube.used(cmd.Flags())
+			if err := o.complete(); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.from, "from", "", "plan from an offline bundle (a directory or .tar.gz) instead of live clusters; cannot --apply")
+	f.StringVar(&o.now, "now", "", "judge as of this RFC 3339 time (default: now, or the bundle's collection time)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(fixFormats, "|"))
+	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable)")
+	f.StringArrayVar(&o.only, "only", nil, "fix only incidents with this finding ID, or a family such as helm/ (repeatable)")
+	f.StringArrayVar(&o.clusters, "only-cluster", nil, "fix only incidents on or about this cluster (repeatable)")
+	f.StringArrayVar(&o.images, "image", nil, "image for a Plan realign step, [[NAMESPACE/]PLAN:]STAGE=IMAGE with STAGE upgrade or prepare (repeatable; checked against its registry)")
+	f.StringVar(&o.maxRisk, "max-risk", "low", "highest risk a step may have to run: low|medium|high")
+	f.BoolVar(&o.apply, "apply", false, "carry the plan out (default: only print it)")
+	f.BoolVarP(&o.yes, "yes", "y", false, "with --apply, answer yes to every step's confirmation")
+	f.StringVar(&o.backupDir, "backup-dir", "", "where --apply keeps backups, evidence and its journal (default ./unstick-fix-<time>; reuse it to resume)")
+	f.DurationVar(&o.verifyTimeout, "verify-timeout", 2*time.Minute, "how long a step waits for the state to move before it counts as not verified")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in ones (their ladders decide which steps are offered)")
+	o.reg.addFlags(f)
+	o.kube.addFlags(f)
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(fixFormats...))
+	_ = cmd.RegisterFlagCompletionFunc("max-risk", fixedCompletion("low", "medium", "high"))
+	_ = cmd.RegisterFlagCompletionFunc("only", findingIDCompletion)
+	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
+	return cmd
+}
+
+func (o *fixOptions) complete() error {
+	var err error
+	if o.now != "" {
+		if o.nowTime, err = time.Parse(time.RFC3339, o.now); err != nil {
+			return usageErrorf("--now %q is not an RFC 3339 time such as 2026-11-28T09:30:00Z", o.now)
+		}
+	}
+	if o.risk, err = remediate.ParseRisk(o.maxRisk); err != nil || o.risk == remediate.None {
+		return usageErrorf("--max-risk %q: want low, medium or high", o.maxRisk)
+	}
+	for _, s := range o.images {
+		ch, err := remediate.ParseImageChoice(s)
+		if err != nil {
+			return usageErrorf("--image %v", err)
+		}
+		o.choices = append(o.choices, ch)
+	}
+	if o.cat, err = catalog.LoadWithOverrides(o.catalog); err != nil {
+		return usageErrorf("--catalog: %v", err)
+	}
+	if o.cfg, err = o.g.config(); err != nil {
+		return err
+	}
+	if o.cat, o.th, err = o.g.applyConfig(o.cfg, o.cat); err != nil {
+		return err
+	}
+	for _, kv := range o.thresholds {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usageErrorf("--threshold %q: want NAME=VALUE, e.g. helm.pendingAfter=5m", kv)
+		}
+		if err := o.th.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return usageErrorf("--threshold: %v", err)
+		}
+	}
+	return nil
+}
+
+func (o *fixOptions) validate() error {
+	if err := validateFrom(o.from, o.live); err != nil {
+		return err
+	}
+	if o.apply && !o.live {
+		return usageErrorf("--apply changes live clusters; a plan made from --from %s can only be printed", o.from)
+	}
+	if o.yes && !o.apply {
+		return usageErrorf("--yes answers --apply's prompts; without --apply nothing is changed or asked")
+	}
+	if o.backupDir != "" && !o.apply {
+		return usageErrorf("--backup-dir is where --apply keeps its backups; without --apply nothing is written")
+	}
+	ok := false
+	for _, f := range fixFormats {
+		ok = ok || f == o.output
+	}
+	if !ok {
+		return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(fixFormats, ", "))
+	}
+	for _, id := range o.only {
+		if err := knownID(o.cat, id); err != nil {
+			return usageErrorf("--only: %v", err)
+		}
+	}
+	if o.verifyTimeout <= 0 {
+		return usageErrorf("--verify-timeout must be positive")
+	}
+	return o.reg.validate()
+}
+
+// plan reads the clusters (or bundle), judges them and plans the fixes.
+func (o *fixOptions) plan(ctx context.Context) (*remediate.Plan, error) {
+	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: o.reg, cfg: o.cfg, quiet: o.quiet}
+	in, err := l.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := o.nowTime
+	if now.IsZero() {
+		now = in.snap.CollectedAt
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	cctx := &check.Context{Snap: in.snap, Now: now, Thresholds: o.th, Catalog: o.cat, Images: in.facts}
+	incidents, fs, _ := check.Evaluate(cctx, check.Filter{})
+	o.cfg.OverrideSeverities(incidents, fs)
+	incidents, _, _ = o.cfg.Apply(o.g.clock(), incidents, fs)
+	return remediate.Build(remediate.Input{Snap: in.snap, Incidents: incidents, Options: remediate.Options{
+		MaxRisk: o.risk, Only: o.only, Clusters: o.clusters, Images: o.choices, ImageFacts: o.imageFacts(ctx),
+	}}), nil
+}
+
+// imageFacts asks the registries about the --image references: a Plan is only patched to
+// an image that exists for its nodes' platforms, so they are checked even with
+// --offline-registry.
+func (o *fixOptions) imageFacts(ctx context.Context) map[string]imageref.Facts {
+	if len(o.choices) == 0 {
+		return nil
+	}
+	opts := registry.Options{Timeout: o.reg.timeout, Concurrency: o.reg.concurrency, UserAgent: "unstick/" + versionString()}
+	opts.Insecure = append(opts.Insecure, o.reg.insecure...)
+	if o.cfg != nil {
+		opts.Insecure = append(opts.Insecure, o.cfg.Registry.Insecure...)
+	}
+	var refs []string
+	for _, ch := range o.choices {
+		refs = append(refs, ch.Ref)
+	}
+	return registry.New(opts).Probe(ctx, refs, nil)
+}
+
+func (o *fixOptions) run(ctx context.Context) error {
+	if !o.apply {
+		plan, err := o.plan(ctx)
+		if err != nil {
+			return err
+		}
+		if o.output == "json" {
+			return remediate.WriteJSON(o.s.Out, plan)
+		}
+		return remediate.WriteTable(o.s.Out, plan, false)
+	}
+	runID := time.Now().UTC().Format("20060102T150405.000Z")
+	dir := o.backupDir
+	if dir == "" {
+		dir = "unstick-fix-" + runID[:len("20060102T150405")] + "Z"
+	}
+	targets, err := o.kube.targets()
+	if err != nil {
+		return err
+	}
+	configs := map[string]*rest.Config{}
+	for _, t := range targets {
+		configs[t.Name] = t.Config
+	}
+	log := o.s.Out
+	if o.output == "json" {
+		log = o.s.ErrOut
+	}
+	opts := execute.Options{BackupDir: dir, Yes: o.yes, In: o.s.In, Out: log, VerifyTimeout: o.verifyTimeout,
+		Clients: execute.NewClients(configs), Run: runID}
+	// An interrupted run is finished first, from its journal; then the plan is made again.
+	var resumed *execute.Result
+	unfinished, err := execute.Unfinished(dir)
+	if err != nil {
+		return err
+	}
+	if unfinished {
+		fmt.Fprintf(log, "Finishing what an interrupted run left in %s before planning again\n", dir)
+		ropts := opts
+		ropts.Run = runID + "-resume"
+		if resumed, err = execute.Resume(ctx, ropts); err != nil {
+			return fmt.Errorf("finishing the interrupted run: %w (journal in %s)", err, dir)
+		}
+	}
+	plan, err := o.plan(ctx)
+	if err != nil {
+		return err
+	}
+	if len(plan.Steps()) == 0 {
+		if o.output == "json" {
+			return writeFixJSON(o.s.Out, plan, resumed, nil, nil)
+		}
+		return remediate.WriteTable(o.s.Out, plan, true)
+	}
+	if o.output != "json" {
+		if err := remediate.WriteTable(o.s.Out, plan, true); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(log, "\nApplying (backups, evidence and journal in %s)\n", dir)
+	res, err := execute.Run(ctx, plan, opts)
+	if res != nil && resumed != nil {
+		res.Resumed = resumed.Resumed
+	}
+	var replanned *remediate.Plan
+	if execute.IsConflict(err) {
+		// Never overwrite: read the clusters again and show what the plan is now.
+		if p, perr := o.plan(ctx); perr == nil {
+			replanned = p
+			if o.output != "json" {
+				fmt.Fprintln(o.s.Out, "\nThe plan made again from the clusters as they are now:")
+				_ = remediate.WriteTable(o.s.Out, p, false)
+			}
+		}
+	}
+	if o.output == "json" {
+		if werr := writeFixJSON(o.s.Out, plan, res, replanned, err); werr != nil {
+			return werr
+		}
+	} else if res != nil {
+		writeFixSummary(o.s.Out, res, dir)
+	}
+	if err != nil {
+		if execute.IsConflict(err) {
+			return fmt.Errorf("%w; review the new plan and run fix --apply again", err)
+		}
+		var fe *execute.ForbiddenError
+		if errors.As(err, &fe) {
+			return err
+		}
+		return fmt.Errorf("fix stopped: %w (backups and journal in %s; rerun with --backup-dir %s to resume)", err, dir, dir)
+	}
+	if res.Open > 0 {
+		return &FindingsError{Count: res.Open, Severity: "open"}
+	}
+	return nil
+}
+
+func writeFixSummary(w io.Writer, res *execute.Result, dir string) {
+	fmt.Fprintf(w, "\nDone: %d incident(s) fixed, %d open.\n", res.Fixed, res.Open)
+	var remaining []execute.Outcome
+	for _, oc := range res.Outcomes {
+		switch oc.Status {
+		case execute.StatusVerified, execute.StatusSaved, execute.StatusNotNeeded, execute.StatusDone:
+		default:
+			remaining = append(remaining, oc)
+		}
+	}
+	if len(remaining) > 0 {
+		fmt.Fprintln(w, "Remaining:")
+		for _, oc := range remaining {
+			fmt.Fprintf(w, "  [%d] %s %s on %s: %s — %s\n", oc.Number, oc.Step.Rung, oc.Step.Target.Ref(), oc.Step.Cluster, oc.Status, oc.Message)
+		}
+	}
+	fmt.Fprintf(w, "Backups, evidence and journal: %s (undo with: unstick restore %s)\n", dir, dir)
+}
+
+func writeFixJSON(w io.Writer, plan *remediate.Plan, res *execute.Result, replanned *remediate.Plan, err error) error {
+	doc := struct {
+		SchemaVersion string               `json:"schemaVersion"`
+		Plan          *remediate.Plan      `json:"plan"`
+		Result        *execute.Result      `json:"result,omitempty"`
+		Replanned     *remediate.Plan      `json:"replanned,omitempty"`
+		Error         string               `json:"error,omitempty"`
+		Missing       []execute.Permission `json:"missingPermissions,omitempty"`
+	}{SchemaVersion: remediate.SchemaVersion, Plan: plan, Result: res, Replanned: replanned}
+	if err != nil {
+		doc.Error = err.Error()
+		var fe *execute.ForbiddenError
+		if errors.As(err, &fe) {
+			doc.Missing = fe.Missing
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}

@@ -1,0 +1,158 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unstick-dev/unstick/internal/remediate"
+)
+
+// Permission is one request a step makes that the caller may not be allowed.
+type Permission struct {
+	Cluster   string `json:"cluster"`
+	Verb      string `json:"verb"`
+	Group     string `json:"group"`
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	// Step is the step that needs it.
+	Step string `json:"step"`
+}
+
+func (p Permission) String() string {
+	res := p.Resource
+	if p.Group != "" {
+		res += "." + p.Group
+	}
+	where := "cluster-wide"
+	if p.Namespace != "" {
+		where = "in namespace " + p.Namespace
+	}
+	name := ""
+	if p.Name != "" {
+		name = " " + p.Name
+	}
+	return fmt.Sprintf("%s: %s %s%s %s", p.Cluster, p.Verb, res, name, where)
+}
+
+// ForbiddenError lists every permission the plan needs and the caller lacks. It is raised
+// before the first write of a run, so nothing is changed.
+type ForbiddenError struct{ Missing []Permission }
+
+func (e *ForbiddenError) Error() string {
+	var lines []string
+	for _, p := range e.Missing {
+		lines = append(lines, "  "+p.String())
+	}
+	return fmt.Sprintf("the credentials used lack %d permission(s) the plan needs, so nothing was changed (deploy/rbac/fix.yaml grants them):\n%s",
+		len(e.Missing), strings.Join(lines, "\n"))
+}
+
+// needs lists the requests a step makes: reading what it backs up and every write.
+func (e *Executor) needs(ctx context.Context, cl *cluster, st remediate.Step) ([]Permission, error) {
+	var out []Permission
+	add := func(o remediate.Object, verbs ...string) error {
+		gvr, namespaced, err := cl.resource(o.APIVersion, o.Kind)
+		if err != nil {
+			return err
+		}
+		ns := o.Namespace
+		if !namespaced {
+			ns = ""
+		}
+		for _, v := range verbs {
+			name := o.Name
+			if v == "create" {
+				name = "" // a name is not known to the authorizer before creation
+			}
+			out = append(out, Permission{Cluster: cl.name, Verb: v, Group: gvr.Group, Resource: gvr.Resource, Namespace: ns, Name: name, Step: st.ID})
+		}
+		return nil
+	}
+	for _, o := range st.Touches {
+		var err error
+		switch {
+		case o.Create:
+			err = add(o, "create")
+		case st.Action == remediate.DeleteJob || st.Action == remediate.DeleteBundleDeployment:
+			err = add(o, "get", "delete")
+		case st.Action == remediate.HelmRollback || st.Action == remediate.HelmMarkFailed:
+			err = add(o, "get", "update")
+		default:
+			err = add(o, "get", "patch")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if st.Action == remediate.HelmRollback {
+		// Helm's storage lists a release's Secrets by label; the rollback re-applies the
+		// target revision's manifest objects.
+		out = append(out, Permission{Cluster: cl.name, Verb: "list", Resource: "secrets", Namespace: st.Helm.Namespace, Step: st.ID})
+		manifest, err := e.targetManifest(cl, st)
+		if err != nil {
+			return nil, err
+		}
+		us, objs, err := e.manifestObjects(cl, st, manifest)
+		if err != nil {
+			return nil, err
+		}
+		for i, o := range objs {
+			if remediate.Guard(o, "", us[i].GetLabels()) != nil {
+				continue
+			}
+			if err := add(o, "get", "patch"); err != nil {
+				return nil, err
+			}
+			if live, err := cl.read(ctx, o); err == nil && live == nil {
+				if err := add(o, "create"); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkAccess asks each cluster, with SelfSubjectAccessReviews, whether the caller may make
+// every request of the steps, and returns what it may not.
+func (e *Executor) checkAccess(ctx context.Context, steps []remediate.Step) ([]Permission, error) {
+	seen := map[Permission]bool{}
+	var missing []Permission
+	for _, st := range steps {
+		cl, err := e.clients.get(st.Cluster)
+		if err != nil {
+			return nil, err
+		}
+		perms, err := e.needs(ctx, cl, st)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", st.ID, err)
+		}
+		for _, p := range perms {
+			key := p
+			key.Step = ""
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			r, err := cl.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Name: p.Name,
+				}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("%s: asking the API server what unstick may do: %w", cl.name, err)
+			}
+			if !r.Status.Allowed {
+				missing = append(missing, p)
+			}
+		}
+	}
+	sort.SliceStable(missing, func(i, j int) bool { return missing[i].String() < missing[j].String() })
+	return missing, nil
+}

@@ -1,0 +1,284 @@
+package execute
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/unstick-dev/unstick/internal/remediate"
+)
+
+// RestartedAtAnnotation is what `kubectl rollout restart` sets on a pod template.
+const RestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
+
+// ConflictError is an object that changed between planning and the write: nothing was
+// written, and the plan must be made again from what the cluster holds now.
+type ConflictError struct {
+	Step   string
+	Object remediate.Object
+	Reason string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s on %s changed since the plan was made (%s): no write was made; the plan has to be made again from the cluster as it is now",
+		e.Object.Ref(), e.Object.Cluster, e.Reason)
+}
+
+// IsConflict reports a ConflictError anywhere in err's chain.
+func IsConflict(err error) bool {
+	var c *ConflictError
+	return errors.As(err, &c)
+}
+
+// handle is one object's dynamic client.
+func (c *cluster) handle(o remediate.Object) (dynamic.ResourceInterface, error) {
+	gvr, namespaced, err := c.resource(o.APIVersion, o.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if namespaced {
+		return c.dyn.Resource(gvr).Namespace(o.Namespace), nil
+	}
+	return c.dyn.Resource(gvr), nil
+}
+
+func (c *cluster) read(ctx context.Context, o remediate.Object) (*unstructured.Unstructured, error) {
+	h, err := c.handle(o)
+	if err != nil {
+		return nil, err
+	}
+	u, err := h.Get(ctx, o.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return u, err
+}
+
+// checkPlanned reads an object a step will write and holds it to what the plan saw: the same
+// UID and resourceVersion (or, for one the step creates, absence), and the guard.
+func checkPlanned(step string, o remediate.Object, u *unstructured.Unstructured) error {
+	if o.Create {
+		if u != nil {
+			return &ConflictError{Step: step, Object: o, Reason: "it exists now, and the step was to create it"}
+		}
+		return remediate.Guard(o, "", nil)
+	}
+	if u == nil {
+		return &ConflictError{Step: step, Object: o, Reason: "it no longer exists"}
+	}
+	if o.UID != "" && string(u.GetUID()) != o.UID {
+		return &ConflictError{Step: step, Object: o, Reason: fmt.Sprintf("it was deleted and created again (uid %s, now %s)", o.UID, u.GetUID())}
+	}
+	if o.ResourceVersion != "" && u.GetResourceVersion() != o.ResourceVersion {
+		return &ConflictError{Step: step, Object: o, Reason: fmt.Sprintf("resourceVersion %s when planned, %s now", o.ResourceVersion, u.GetResourceVersion())}
+	}
+	typ, _, _ := unstructured.NestedString(u.Object, "type")
+	return remediate.Guard(o, typ, u.GetLabels())
+}
+
+// patchBody is a JSON merge patch carrying the resourceVersion read when planning: the API
+// server refuses it with 409 Conflict if the object changed since.
+func patchBody(rv string, body map[string]any) ([]byte, error) {
+	md, _ := body["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		body["metadata"] = md
+	}
+	if rv == "" {
+		return nil, errors.New("no resourceVersion to hold the write to")
+	}
+	md["resourceVersion"] = rv
+	return json.Marshal(body)
+}
+
+func dryRunOpt(dry bool) []string {
+	if dry {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
+// patchOf is the merge patch a patching action makes.
+func patchOf(st remediate.Step, restartedAt string) (map[string]any, error) {
+	switch st.Action {
+	case remediate.RedeployAgent:
+		return map[string]any{"spec": map[string]any{"redeployAgentGeneration": st.Generation}}, nil
+	case remediate.ForceSync:
+		return map[string]any{"spec": map[string]any{"forceSyncGeneration": st.Generation}}, nil
+	case remediate.RolloutRestart:
+		if restartedAt == "" {
+			return nil, errors.New("no restart time chosen")
+		}
+		return map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{RestartedAtAnnotation: restartedAt}}}}}, nil
+	case remediate.PatchPlanImage:
+		if st.Image == nil || st.Image.To == "" {
+			return nil, errors.New("no verified image to patch in")
+		}
+		return map[string]any{"spec": map[string]any{st.Image.Stage: map[string]any{"image": st.Image.To}}}, nil
+	case remediate.RemoveNodeLabel:
+		return map[string]any{"metadata": map[string]any{"labels": map[string]any{st.Label: nil}}}, nil
+	case remediate.Uncordon:
+		// What `kubectl uncordon` sends: unschedulable false is the field's zero value.
+		return map[string]any{"spec": map[string]any{"unschedulable": nil}}, nil
+	}
+	return nil, fmt.Errorf("action %s is not a patch", st.Action)
+}
+
+// write makes (or, dry, has the server validate) a step's change.
+func (e *Executor) write(ctx context.Context, cl *cluster, st remediate.Step, dry bool, restartedAt string) ([]Write, error) {
+	switch st.Action {
+	case remediate.HelmRollback:
+		return e.helmRollback(ctx, cl, st, dry)
+	case remediate.HelmMarkFailed:
+		return e.helmMarkFailed(ctx, cl, st, dry)
+	case remediate.DeleteJob, remediate.DeleteBundleDeployment:
+		return e.delete(ctx, cl, st, dry)
+	}
+	body, err := patchOf(st, restartedAt)
+	if err != nil {
+		return nil, err
+	}
+	data, err := patchBody(st.Target.ResourceVersion, body)
+	if err != nil {
+		return nil, err
+	}
+	h, err := cl.handle(st.Target)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.Patch(ctx, st.Target.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: FieldManager, DryRun: dryRunOpt(dry)})
+	if err != nil {
+		return nil, e.writeError(st, st.Target, err)
+	}
+	if dry {
+		return nil, nil
+	}
+	return []Write{writeOf(st.Target, "patch", st.Target.ResourceVersion, out)}, nil
+}
+
+func writeOf(o remediate.Object, op, before string, after *unstructured.Unstructured) Write {
+	w := Write{Cluster: o.Cluster, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Op: op, Before: before, UID: o.UID}
+	if after != nil {
+		w.After, w.UID = after.GetResourceVersion(), string(after.GetUID())
+	}
+	return w
+}
+
+// writeError turns the server's 409 into a ConflictError: the precondition did its job.
+func (e *Executor) writeError(st remediate.Step, o remediate.Object, err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return &ConflictError{Step: st.ID, Object: o, Reason: "the API server refused the write: " + string(apierrors.ReasonForError(err)) + ": " + err.Error()}
+	}
+	if apierrors.IsNotFound(err) {
+		return &ConflictError{Step: st.ID, Object: o, Reason: "it no longer exists"}
+	}
+	return fmt.Errorf("%s %s on %s: %w", st.Action, o.Ref(), o.Cluster, err)
+}
+
+func (e *Executor) delete(ctx context.Context, cl *cluster, st remediate.Step, dry bool) ([]Write, error) {
+	h, err := cl.handle(st.Target)
+	if err != nil {
+		return nil, err
+	}
+	uid := types.UID(st.Target.UID)
+	rv := st.Target.ResourceVersion
+	bg := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}, PropagationPolicy: &bg, DryRun: dryRunOpt(dry)}
+	if err := h.Delete(ctx, st.Target.Name, opts); err != nil {
+		return nil, e.writeError(st, st.Target, err)
+	}
+	if dry {
+		return nil, nil
+	}
+	return []Write{writeOf(st.Target, "delete", rv, nil)}, nil
+}
+
+// state says whether a step's change is in the cluster (inPlace, for a resumed step) and
+// whether the state moved as the step expects (verified), with why not.
+func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, restartedAt string) (inPlace, verified bool, why string, err error) {
+	switch st.Action {
+	case remediate.HelmRollback, remediate.HelmMarkFailed:
+		return e.helmState(ctx, cl, st)
+	}
+	u, err := cl.read(ctx, st.Target)
+	if err != nil {
+		return false, false, "", err
+	}
+	switch st.Action {
+	case remediate.DeleteJob, remediate.DeleteBundleDeployment:
+		gone := u == nil || string(u.GetUID()) != st.Target.UID
+		return gone, gone, "the object with that UID still exists", nil
+	}
+	if u == nil {
+		return false, false, fmt.Sprintf("%s no longer exists", st.Target.Ref()), nil
+	}
+	switch st.Action {
+	case remediate.RedeployAgent:
+		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "redeployAgentGeneration")
+		deployed, found, _ := unstructured.NestedInt64(u.Object, "status", "agentDeployedGeneration")
+		ok := found && deployed >= st.Generation
+		return spec >= st.Generation, ok, fmt.Sprintf("status.agentDeployedGeneration is %s, waiting for %d (is the Fleet controller running?)", int64OrUnset(deployed, found), st.Generation), nil
+	case remediate.ForceSync:
+		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "forceSyncGeneration")
+		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		ok := spec >= st.Generation && observed >= u.GetGeneration()
+		return spec >= st.Generation, ok, fmt.Sprintf("status.observedGeneration is %d, generation %d (is the Fleet controller running?)", observed, u.GetGeneration()), nil
+	case remediate.RolloutRestart:
+		got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)
+		if got != restartedAt {
+			return false, false, fmt.Sprintf("the pod template's %s is %q, not %q", RestartedAtAnnotation, got, restartedAt), nil
+		}
+		ok, why := rolledOut(u)
+		return true, ok, why, nil
+	case remediate.PatchPlanImage:
+		got, _, _ := unstructured.NestedString(u.Object, "spec", st.Image.Stage, "image")
+		ok := got == st.Image.To
+		return ok, ok, fmt.Sprintf("spec.%s.image is %s", st.Image.Stage, got), nil
+	case remediate.RemoveNodeLabel:
+		_, has := u.GetLabels()[st.Label]
+		return !has, !has, fmt.Sprintf("the node still has the label %s", st.Label), nil
+	case remediate.Uncordon:
+		unsched, _, _ := unstructured.NestedBool(u.Object, "spec", "unschedulable")
+		return !unsched, !unsched, "the node is still unschedulable", nil
+	}
+	return false, false, "", fmt.Errorf("no verification for action %s", st.Action)
+}
+
+func int64OrUnset(v int64, found bool) string {
+	if !found {
+		return "unset"
+	}
+	return fmt.Sprintf("%d", v)
+}
+
+// rolledOut is `kubectl rollout status` for a Deployment: the controller observed the new
+// template and every replica is updated and available.
+func rolledOut(u *unstructured.Unstructured) (bool, string) {
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if observed < u.GetGeneration() {
+		return false, fmt.Sprintf("the deployment controller has not observed generation %d yet (observed %d)", u.GetGeneration(), observed)
+	}
+	want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	if !found {
+		want = 1
+	}
+	updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
+	replicas, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
+	available, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
+	switch {
+	case updated < want:
+		return false, fmt.Sprintf("%d of %d replicas updated", updated, want)
+	case replicas > updated:
+		return false, fmt.Sprintf("%d old replicas pending termination", replicas-updated)
+	case available < updated:
+		return false, fmt.Sprintf("%d of %d updated replicas available", available, updated)
+	}
+	return true, ""
+}

@@ -1,0 +1,616 @@
+package execute
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/unstick-dev/unstick/internal/remediate"
+)
+
+// Options configure a run.
+type Options struct {
+	// BackupDir receives backups, evidence and the journal. Reusing it resumes: steps the
+	// journal shows finished are not run again, and no backup in it is overwritten.
+	BackupDir string
+	// Yes answers every confirmation prompt with yes; otherwise each mutating step asks on In.
+	Yes bool
+	In  io.Reader
+	Out io.Writer
+	// VerifyTimeout bounds how long a step waits for the state to move; PollInterval is how
+	// often it looks.
+	VerifyTimeout time.Duration
+	PollInterval  time.Duration
+	Clients       *Clients
+	// Run names this run in the journal and the evidence directory.
+	Run string
+}
+
+// Status of a step at the end of a run.
+const (
+	StatusVerified   = "verified"
+	StatusUnverified = "unverified"
+	StatusDone       = "done earlier"
+	StatusDeclined   = "declined"
+	StatusFailed     = "failed"
+	StatusConflict   = "conflict"
+	StatusNotNeeded  = "not needed"
+	StatusAboveRisk  = "above --max-risk"
+	StatusBlocked    = "blocked"
+	StatusNotRun     = "not run"
+	StatusSaved      = "saved"
+)
+
+// Outcome is what became of one step.
+type Outcome struct {
+	Number  int            `json:"number"`
+	Step    remediate.Step `json:"step"`
+	Status  string         `json:"status"`
+	Message string         `json:"message,omitempty"`
+}
+
+// Result is the whole run.
+type Result struct {
+	BackupDir string    `json:"backupDir"`
+	Run       string    `json:"run"`
+	Outcomes  []Outcome `json:"outcomes"`
+	// Fixed counts incidents one of whose attempts verified; Open the others.
+	Fixed int `json:"fixed"`
+	Open  int `json:"open"`
+	// Resumed are steps an earlier, interrupted run had begun and this run finished.
+	Resumed []Outcome `json:"resumed,omitempty"`
+}
+
+// Executor runs one plan.
+type Executor struct {
+	opts    Options
+	clients *Clients
+	journal *Journal
+	backups *Backups
+	hooks   *Hooks
+	states  map[string]*stepState
+	entries []Entry
+	in      *bufio.Reader
+	numbers map[string]int
+	quit    bool
+}
+
+// Run executes a plan: per incident, its attempts lowest risk first, stopping at the first
+// mutating attempt whose steps all verify. Steps the journal shows finished are not run again
+// (call Resume first after an interruption). It returns a ConflictError when an object changed
+// since planning (no write is made for that step; the caller re-plans) and a ForbiddenError,
+// before any write, when the credentials lack a permission some step needs.
+func Run(ctx context.Context, plan *remediate.Plan, opts Options) (*Result, error) {
+	e, res, err := newExecutor(ctx, opts, plan.Number())
+	if err != nil {
+		return nil, err
+	}
+	// Every permission first: a run that would stop half-way for lack of one makes no write.
+	var todo []remediate.Step
+	for _, inc := range plan.Incidents {
+		for _, a := range inc.Attempts {
+			if !a.Runnable() || !a.Mutating() {
+				continue
+			}
+			for _, st := range a.Steps {
+				if s := e.states[st.ID]; s == nil || s.terminal == "" {
+					todo = append(todo, st)
+				}
+			}
+		}
+	}
+	if len(todo) > 0 {
+		missing, err := e.checkAccess(ctx, todo)
+		if err != nil {
+			return res, err
+		}
+		if len(missing) > 0 {
+			return res, &ForbiddenError{Missing: missing}
+		}
+	}
+	for _, inc := range plan.Incidents {
+		if err := e.incident(ctx, plan, inc, res); err != nil {
+			return res, err
+		}
+		if e.quit {
+			break
+		}
+	}
+	return res, nil
+}
+
+func newExecutor(ctx context.Context, opts Options, numbers map[string]int) (*Executor, *Result, error) {
+	if opts.VerifyTimeout <= 0 {
+		opts.VerifyTimeout = 2 * time.Minute
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.Run == "" {
+		opts.Run = time.Now().UTC().Format("20060102T150405.000Z")
+	}
+	if opts.In == nil {
+		opts.In = strings.NewReader("")
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	entries, err := ReadJournal(opts.BackupDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the journal in %s: %w", opts.BackupDir, err)
+	}
+	j, err := OpenJournal(opts.BackupDir, opts.Run)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := newBackups(opts.BackupDir, opts.Run)
+	if err != nil {
+		return nil, nil, err
+	}
+	if numbers == nil {
+		numbers = map[string]int{}
+	}
+	e := &Executor{opts: opts, clients: opts.Clients, journal: j, backups: b, hooks: hooksFrom(ctx),
+		states: states(entries), entries: entries, in: bufio.NewReader(opts.In), numbers: numbers}
+	return e, &Result{BackupDir: opts.BackupDir, Run: opts.Run}, nil
+}
+
+// Unfinished reports whether a backup directory's journal holds steps an interrupted run
+// began and did not finish (Resume finishes them).
+func Unfinished(dir string) (bool, error) {
+	entries, err := ReadJournal(dir)
+	if err != nil {
+		return false, err
+	}
+	return len(interrupted(entries, states(entries))) > 0, nil
+}
+
+// interrupted lists the attempts an interrupted run left half-done, in the order they
+// began: a step begun and not finished, or a chain with steps still to run. Attempts that
+// ended on a declined prompt, a conflict or a failure are not resumed: the new plan decides.
+func interrupted(entries []Entry, st map[string]*stepState) [][]remediate.Step {
+	var out [][]remediate.Step
+	seen := map[string]bool{}
+	for _, en := range entries {
+		if en.Phase != PhaseBegin || en.Plan == nil {
+			continue
+		}
+		steps := en.Attempt
+		if len(steps) == 0 {
+			steps = []remediate.Step{*en.Plan}
+		}
+		if seen[steps[0].ID] {
+			continue
+		}
+		seen[steps[0].ID] = true
+		open, stopped := false, false
+		for _, s := range steps {
+			x := st[s.ID]
+			if x == nil || x.terminal == "" {
+				open = true
+			}
+			if x != nil && x.terminal == "" && (x.phases[PhaseDeclined] || x.phases[PhaseConflict] || x.phases[PhaseFailed]) {
+				stopped = true
+			}
+		}
+		if open && !stopped {
+			out = append(out, steps)
+		}
+	}
+	return out
+}
+
+// Resume finishes what an interrupted run left in a backup directory, from its journal
+// alone: a step that was written is verified, never written again; a step that was not is
+// run as it was planned (its objects held to the versions read then); the rest of an
+// interrupted chain runs in order. Where an object changed since, the step makes no write and
+// is closed as abandoned, and the new plan decides. Every step ends with one terminal
+// journal line.
+func Resume(ctx context.Context, opts Options) (*Result, error) {
+	e, res, err := newExecutor(ctx, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	units := interrupted(e.entries, e.states)
+	n := 0
+	for _, u := range units {
+		for _, st := range u {
+			n++
+			e.numbers[st.ID] = n
+		}
+	}
+	for _, u := range units {
+		e.say("\nFinishing an attempt the interrupted run left: %s", u[0].Change)
+		for i, st := range u {
+			if s := e.states[st.ID]; s != nil && s.terminal != "" {
+				continue
+			}
+			status, msg, err := e.runStep(ctx, st, u)
+			res.Resumed = append(res.Resumed, Outcome{Number: e.numbers[st.ID], Step: st, Status: status, Message: msg})
+			if IsConflict(err) {
+				for _, rest := range u[i:] {
+					if s := e.states[rest.ID]; s == nil || s.terminal == "" {
+						r := rest
+						if err := e.record(rest, PhaseAbandoned, "objects changed since the interrupted run planned it: left to the new plan", func(en *Entry) { en.Plan = &r }); err != nil {
+							return res, err
+						}
+					}
+				}
+				break
+			}
+			if err != nil {
+				return res, err
+			}
+			if status == StatusDeclined {
+				break
+			}
+		}
+		if e.quit {
+			break
+		}
+	}
+	return res, nil
+}
+
+func (e *Executor) say(format string, args ...any) { fmt.Fprintf(e.opts.Out, format+"\n", args...) }
+
+func (e *Executor) record(st remediate.Step, phase, msg string, mod func(*Entry)) error {
+	en := Entry{Step: st.ID, Phase: phase, Action: string(st.Action), Cluster: st.Cluster, Target: st.Target.Ref(), Message: msg}
+	if mod != nil {
+		mod(&en)
+	}
+	if err := e.journal.Append(en); err != nil {
+		return err
+	}
+	s := e.states[st.ID]
+	if s == nil {
+		s = &stepState{phases: map[string]bool{}}
+		e.states[st.ID] = s
+	}
+	s.phases[phase] = true
+	if terminal(phase) && s.terminal == "" {
+		s.terminal = phase
+	}
+	if e.hooks.AfterPhase != nil {
+		return e.hooks.AfterPhase(context.Background(), st, phase)
+	}
+	return nil
+}
+
+// incident runs one incident's ladder.
+func (e *Executor) incident(ctx context.Context, plan *remediate.Plan, inc remediate.IncidentPlan, res *Result) error {
+	r := inc.RootCause
+	e.say("\nIncident: %s on %s — %s", r.FindingID, r.Cluster, r.Object.String())
+	fixed := false
+	for _, a := range inc.Attempts {
+		if e.quit {
+			e.remain(a, res, StatusNotRun, "the run was stopped")
+			continue
+		}
+		switch {
+		case fixed && a.Mutating():
+			e.remain(a, res, StatusNotNeeded, "an earlier rung verified")
+			continue
+		case a.Blocked != "":
+			e.remain(a, res, StatusBlocked, a.Blocked)
+			continue
+		case a.AboveMaxRisk:
+			e.remain(a, res, StatusAboveRisk, fmt.Sprintf("risk %s is above --max-risk %s", a.Risk, plan.MaxRisk))
+			continue
+		}
+		all := true
+		for i, st := range a.Steps {
+			status, msg, err := e.runStep(ctx, st, a.Steps)
+			res.Outcomes = append(res.Outcomes, Outcome{Number: e.numbers[st.ID], Step: st, Status: status, Message: msg})
+			if err != nil {
+				return err
+			}
+			if status != StatusVerified && status != StatusSaved && !(status == StatusDone && e.states[st.ID].terminal == PhaseVerified) {
+				all = false
+				if status != StatusUnverified && status != StatusDone {
+					// A declined or failed step ends its attempt: the rest depends on it.
+					e.remain(remediate.Attempt{Steps: a.Steps[i+1:]}, res, StatusNotRun, fmt.Sprintf("step %d did not complete", e.numbers[st.ID]))
+					break
+				}
+			}
+		}
+		if a.Mutating() && all {
+			fixed = true
+		}
+	}
+	if fixed {
+		res.Fixed++
+	} else {
+		res.Open++
+	}
+	return nil
+}
+
+func (e *Executor) remain(a remediate.Attempt, res *Result, status, why string) {
+	for _, st := range a.Steps {
+		res.Outcomes = append(res.Outcomes, Outcome{Number: e.numbers[st.ID], Step: st, Status: status, Message: why})
+		if status != StatusNotNeeded {
+			e.say("  [%d] %s %s — %s: %s", e.numbers[st.ID], st.Rung, st.Target.Ref(), status, why)
+		}
+	}
+}
+
+// confirm asks the operator about one step: y runs it, n skips it, q stops the run.
+func (e *Executor) confirm(st remediate.Step) (bool, error) {
+	if e.opts.Yes {
+		return true, nil
+	}
+	fmt.Fprintf(e.opts.Out, "  [%d] %s on %s (risk %s):\n      %s\n      equivalent: %s\n  Apply this step? [y/N/q] ",
+		e.numbers[st.ID], st.Rung, st.Cluster, st.Risk, st.Change, strings.Join(st.Commands, " && "))
+	line, err := e.in.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	case "q", "quit":
+		e.quit = true
+	}
+	if errors.Is(err, io.EOF) && strings.TrimSpace(line) == "" {
+		fmt.Fprintln(e.opts.Out)
+		e.quit = true // no more answers will come
+	}
+	return false, nil
+}
+
+// runStep takes one step through its phases, resuming where an interrupted run stopped.
+func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []remediate.Step) (string, string, error) {
+	n := e.numbers[st.ID]
+	prev := e.states[st.ID]
+	if prev != nil && prev.terminal != "" {
+		e.say("  [%d] %s %s — finished in an earlier run (%s)", n, st.Rung, st.Target.Ref(), prev.terminal)
+		return StatusDone, "finished in an earlier run: " + prev.terminal, nil
+	}
+	cl, err := e.clients.get(st.Cluster)
+	if err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	if st.Action == remediate.Observe {
+		return e.observe(ctx, cl, st)
+	}
+	restartedAt := ""
+	if prev != nil {
+		restartedAt = prev.restartedAt
+	}
+	// A step an interrupted run began may already be written: verify it, never write twice.
+	if prev != nil && prev.phases[PhaseBegin] {
+		in, _, _, err := e.state(ctx, cl, st, restartedAt)
+		if err != nil {
+			return e.stop(st, err)
+		}
+		if !in && st.Action == remediate.HelmRollback && prev.phases[PhaseDryRun] {
+			// Killed among the rollback's writes: finish it from the records it left.
+			writes, partial, err := e.helmFinish(ctx, cl, st)
+			if err != nil {
+				return e.stop(st, err)
+			}
+			if partial {
+				e.say("  [%d] finished the rollback the interrupted run began: %s", n, describeWrites(writes))
+				if err := e.record(st, PhaseApplied, "finished when resuming: "+describeWrites(writes), func(en *Entry) { en.Writes = writes }); err != nil {
+					return StatusFailed, err.Error(), err
+				}
+				return e.verify(ctx, cl, st, restartedAt)
+			}
+		}
+		if in {
+			e.say("  [%d] %s %s — already applied by the interrupted run; verifying, not writing again", n, st.Rung, st.Target.Ref())
+			if !prev.phases[PhaseApplied] {
+				if err := e.record(st, PhaseApplied, "found applied when resuming: not written again", nil); err != nil {
+					return StatusFailed, err.Error(), err
+				}
+			}
+			return e.verify(ctx, cl, st, restartedAt)
+		}
+	}
+	ok, err := e.confirm(st)
+	if err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	if !ok {
+		e.say("  [%d] declined", n)
+		return StatusDeclined, "declined at the prompt", e.record(st, PhaseDeclined, "declined at the prompt", nil)
+	}
+	if st.Action == remediate.RolloutRestart && restartedAt == "" {
+		restartedAt = time.Now().UTC().Format(time.RFC3339)
+	}
+	if err := e.record(st, PhaseBegin, st.Change, func(en *Entry) {
+		s := st
+		en.Plan, en.RestartedAt = &s, restartedAt
+		if len(attempt) > 1 {
+			en.Attempt = attempt
+		}
+	}); err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	// backup, holding every object to the version the plan read
+	files, err := e.backup(ctx, cl, st)
+	if err != nil {
+		return e.stop(st, err)
+	}
+	if err := e.record(st, PhaseBackup, strings.Join(files, ", "), nil); err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	// server-side dry-run
+	if _, err := e.write(ctx, cl, st, true, restartedAt); err != nil {
+		return e.stop(st, err)
+	}
+	if err := e.record(st, PhaseDryRun, "the API server accepted the change (dryRun=All)", nil); err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	if e.hooks.BeforeApply != nil {
+		if err := e.hooks.BeforeApply(ctx, st); err != nil {
+			return StatusFailed, err.Error(), err
+		}
+	}
+	// the write, under the planned resourceVersion
+	writes, err := e.write(ctx, cl, st, false, restartedAt)
+	if err != nil {
+		if len(writes) > 0 {
+			_ = e.record(st, PhaseFailed, "interrupted after "+describeWrites(writes)+": "+err.Error(), func(en *Entry) { en.Writes = writes })
+		}
+		return e.stop(st, err)
+	}
+	e.say("  [%d] applied: %s", n, describeWrites(writes))
+	if err := e.record(st, PhaseApplied, describeWrites(writes), func(en *Entry) { en.Writes = writes }); err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	return e.verify(ctx, cl, st, restartedAt)
+}
+
+// stop ends a step on an error: a conflict or a guard refusal is journaled and explained, and
+// the run stops so the plan can be made again.
+func (e *Executor) stop(st remediate.Step, err error) (string, string, error) {
+	n := e.numbers[st.ID]
+	if IsConflict(err) {
+		e.say("  [%d] NOT APPLIED: %v", n, err)
+		_ = e.record(st, PhaseConflict, err.Error(), nil)
+		return StatusConflict, err.Error(), err
+	}
+	var ge *remediate.GuardError
+	if errors.As(err, &ge) {
+		e.say("  [%d] REFUSED: %v", n, err)
+		_ = e.record(st, PhaseFailed, err.Error(), nil)
+		return StatusFailed, err.Error(), err
+	}
+	e.say("  [%d] FAILED: %v", n, err)
+	_ = e.record(st, PhaseFailed, err.Error(), nil)
+	return StatusFailed, err.Error(), err
+}
+
+// verify waits, up to the timeout, for the state to move as the step expects.
+func (e *Executor) verify(ctx context.Context, cl *cluster, st remediate.Step, restartedAt string) (string, string, error) {
+	n := e.numbers[st.ID]
+	deadline := time.Now().Add(e.opts.VerifyTimeout)
+	var why string
+	for {
+		_, ok, w, err := e.state(ctx, cl, st, restartedAt)
+		if err != nil {
+			w = err.Error()
+		}
+		if ok {
+			e.say("  [%d] verified: %s", n, st.Verify)
+			return StatusVerified, st.Verify, e.record(st, PhaseVerified, st.Verify, nil)
+		}
+		why = w
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return StatusFailed, ctx.Err().Error(), ctx.Err()
+		case <-time.After(e.opts.PollInterval):
+		}
+	}
+	msg := fmt.Sprintf("written, but not verified within %s: %s", e.opts.VerifyTimeout, why)
+	e.say("  [%d] %s", n, msg)
+	return StatusUnverified, msg, e.record(st, PhaseUnverified, msg, nil)
+}
+
+// backup saves every object the step will write (before any write, once), with events and
+// logs as evidence, and holds each to what the plan read.
+func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) ([]string, error) {
+	objs := append([]remediate.Object{}, st.Touches...)
+	if st.Action == remediate.HelmRollback {
+		manifest, err := e.targetManifest(cl, st)
+		if err != nil {
+			return nil, err
+		}
+		_, mobjs, err := e.manifestObjects(cl, st, manifest)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, mobjs...)
+	}
+	var files []string
+	kept := 0
+	for i, o := range objs {
+		u, err := cl.read(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s for its backup: %w", o.Ref(), err)
+		}
+		if i < len(st.Touches) {
+			if err := checkPlanned(st.ID, o, u); err != nil {
+				return nil, err
+			}
+		}
+		f, k, err := e.backups.saveObject(st.ID, o, u)
+		if err != nil {
+			return nil, err
+		}
+		if k {
+			kept++
+		}
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	notes := e.backups.evidence(ctx, cl, st.ID, append(objs, st.Evidence...), false)
+	msg := fmt.Sprintf("  [%d] backup: %d object(s) in %s", e.numbers[st.ID], len(files), e.opts.BackupDir)
+	if kept > 0 {
+		msg += fmt.Sprintf(" (%d kept from an earlier run, not overwritten)", kept)
+	}
+	e.say("%s", msg)
+	for _, n := range notes {
+		e.say("      evidence not saved: %s", n)
+	}
+	return files, nil
+}
+
+// observe is the first rung: save the incident's objects, events and logs.
+func (e *Executor) observe(ctx context.Context, cl *cluster, st remediate.Step) (string, string, error) {
+	if err := e.record(st, PhaseBegin, st.Change, func(en *Entry) { s := st; en.Plan = &s }); err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	byCluster := map[string][]remediate.Object{}
+	var order []string
+	for _, o := range st.Evidence {
+		if _, ok := byCluster[o.Cluster]; !ok {
+			order = append(order, o.Cluster)
+		}
+		byCluster[o.Cluster] = append(byCluster[o.Cluster], o)
+	}
+	var notes []string
+	for _, name := range order {
+		c, err := e.clients.get(name)
+		if err != nil {
+			notes = append(notes, err.Error())
+			continue
+		}
+		notes = append(notes, e.backups.evidence(ctx, c, st.ID, byCluster[name], true)...)
+	}
+	_ = cl
+	msg := fmt.Sprintf("saved %d object(s) with their events and logs under %s", len(st.Evidence), relPath(e.opts.BackupDir, e.opts.BackupDir+"/"+evidenceDir))
+	e.say("  [%d] observe: %s", e.numbers[st.ID], msg)
+	for _, n := range notes {
+		e.say("      evidence not saved: %s", n)
+	}
+	if err := e.record(st, PhaseBackup, msg, nil); err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	return StatusSaved, msg, e.record(st, PhaseVerified, msg, nil)
+}
+
+func describeWrites(ws []Write) string {
+	if len(ws) == 0 {
+		return "no object needed a change"
+	}
+	var parts []string
+	for _, w := range ws {
+		ref := w.Kind + "/" + w.Name
+		if w.Namespace != "" {
+			ref = w.Kind + "/" + w.Namespace + "/" + w.Name
+		}
+		parts = append(parts, w.Op+" "+ref)
+	}
+	return strings.Join(parts, ", ")
+}

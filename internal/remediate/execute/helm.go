@@ -1,0 +1,468 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	helmtime "helm.sh/helm/v3/pkg/time"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/unstick-dev/unstick/internal/remediate"
+)
+
+// Helm steps write release records with Helm's own storage (helm.sh/helm/v3/pkg/storage and
+// driver.Secrets), through a SecretInterface that adds what Helm's driver does not do: the
+// guard, server-side dry-run, and the resourceVersion read when planning as a precondition of
+// every update. Helm's action.Rollback is not used: it needs Helm's kube client, which cannot
+// dry-run or hold a write to a resourceVersion. Instead the rollback follows action.Rollback
+// step by step (prepareRollback, performRollback, Run) and re-applies the target revision's
+// manifest objects with server-side apply.
+
+// guardedSecrets is the SecretInterface Helm's storage driver writes through.
+type guardedSecrets struct {
+	corev1client.SecretInterface
+	cluster, namespace string
+	step               string
+	dry                bool
+	// expect holds each Secret's resourceVersion precondition; an update of a Secret not in
+	// it is refused (the driver only ever rewrites what the plan named).
+	expect  map[string]string
+	writes  []Write
+	lastErr error
+}
+
+func (g *guardedSecrets) object(name string) remediate.Object {
+	return remediate.Object{Cluster: g.cluster, APIVersion: "v1", Kind: "Secret", Namespace: g.namespace, Name: name}
+}
+
+func (g *guardedSecrets) Create(ctx context.Context, s *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
+	o := g.object(s.Name)
+	if err := remediate.Guard(o, string(s.Type), s.Labels); err != nil {
+		g.lastErr = err
+		return nil, err
+	}
+	opts.FieldManager, opts.DryRun = FieldManager, dryRunOpt(g.dry)
+	out, err := g.SecretInterface.Create(ctx, s, opts)
+	if err != nil {
+		g.lastErr = err
+		return nil, err
+	}
+	if !g.dry {
+		g.writes = append(g.writes, Write{Cluster: g.cluster, APIVersion: "v1", Kind: "Secret", Namespace: g.namespace, Name: s.Name, Op: "create", After: out.ResourceVersion, UID: string(out.UID)})
+		g.expect[s.Name] = out.ResourceVersion
+	}
+	return out, nil
+}
+
+func (g *guardedSecrets) Update(ctx context.Context, s *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
+	o := g.object(s.Name)
+	rv, ok := g.expect[s.Name]
+	if !ok {
+		err := fmt.Errorf("refusing an unplanned write to Secret %s/%s", g.namespace, s.Name)
+		g.lastErr = err
+		return nil, err
+	}
+	if err := remediate.Guard(o, string(s.Type), s.Labels); err != nil {
+		g.lastErr = err
+		return nil, err
+	}
+	s.ResourceVersion = rv
+	opts.FieldManager, opts.DryRun = FieldManager, dryRunOpt(g.dry)
+	out, err := g.SecretInterface.Update(ctx, s, opts)
+	if err != nil {
+		g.lastErr = err
+		return nil, err
+	}
+	if !g.dry {
+		g.writes = append(g.writes, Write{Cluster: g.cluster, APIVersion: "v1", Kind: "Secret", Namespace: g.namespace, Name: s.Name, Op: "update", Before: rv, After: out.ResourceVersion, UID: string(out.UID)})
+		g.expect[s.Name] = out.ResourceVersion
+	}
+	return out, nil
+}
+
+func (g *guardedSecrets) Delete(context.Context, string, metav1.DeleteOptions) error {
+	return errors.New("unstick never deletes a release record through Helm's driver")
+}
+
+// storageFor opens Helm's storage on a namespace's Secrets, writes guarded.
+func (e *Executor) storageFor(cl *cluster, st remediate.Step, dry bool, expect map[string]string) (*storage.Storage, *guardedSecrets) {
+	gs := &guardedSecrets{SecretInterface: cl.kube.CoreV1().Secrets(st.Helm.Namespace), cluster: cl.name, namespace: st.Helm.Namespace, step: st.ID, dry: dry, expect: expect}
+	return storage.Init(driver.NewSecrets(gs)), gs
+}
+
+func plannedVersions(st remediate.Step) map[string]string {
+	m := map[string]string{}
+	for _, o := range st.Touches {
+		if o.Kind == "Secret" && !o.Create {
+			m[o.Name] = o.ResourceVersion
+		}
+	}
+	return m
+}
+
+// helmErr maps a storage error to a conflict when the precondition caught a change.
+func (e *Executor) helmErr(st remediate.Step, gs *guardedSecrets, name string, err error) error {
+	cause := gs.lastErr
+	if cause == nil {
+		cause = err
+	}
+	var ge *remediate.GuardError
+	if errors.As(cause, &ge) {
+		return ge
+	}
+	if apierrors.IsConflict(cause) || apierrors.IsAlreadyExists(cause) || errors.Is(err, driver.ErrReleaseExists) {
+		return &ConflictError{Step: st.ID, Object: gs.object(name), Reason: "the API server refused the write: " + cause.Error()}
+	}
+	return fmt.Errorf("Helm release %s/%s: %w", st.Helm.Namespace, st.Helm.Release, err)
+}
+
+// helmRollback is `helm rollback RELEASE TARGET` (Helm's pkg/action/rollback.go): a new
+// revision N+1 with the target's chart, values, manifest, hooks and labels, status
+// pending-rollback and description "Rollback to T"; the target manifest's objects applied;
+// every deployed revision superseded; the stuck pending revision superseded too (helm leaves
+// it pending in the history, where it only confuses); N+1 deployed.
+func (e *Executor) helmRollback(ctx context.Context, cl *cluster, st remediate.Step, dry bool) ([]Write, error) {
+	return e.rollback(ctx, cl, st, dry, plannedVersions(st), nil)
+}
+
+// helmFinish finishes a rollback an interrupted run left at pending-rollback, from the
+// records as they are (their versions are the ones unstick's own writes left). It reports
+// false when there is no such half-written rollback.
+func (e *Executor) helmFinish(ctx context.Context, cl *cluster, st remediate.Step) ([]Write, bool, error) {
+	h := st.Helm
+	store, _ := e.storageFor(cl, st, true, map[string]string{})
+	last, err := store.Last(h.Release)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading Helm release %s/%s: %w", h.Namespace, h.Release, err)
+	}
+	if last.Version != h.NewRevision || last.Info == nil || last.Info.Description != fmt.Sprintf("Rollback to %d", h.Target) {
+		return nil, false, nil
+	}
+	expect := map[string]string{}
+	for _, rev := range []int{h.Current, h.Target, h.NewRevision} {
+		if s, err := cl.kube.CoreV1().Secrets(h.Namespace).Get(ctx, h.SecretName(rev), metav1.GetOptions{}); err == nil {
+			expect[s.Name] = s.ResourceVersion
+		}
+	}
+	w, err := e.rollback(ctx, cl, st, false, expect, last)
+	return w, true, err
+}
+
+func (e *Executor) rollback(ctx context.Context, cl *cluster, st remediate.Step, dry bool, expect map[string]string, resumed *release.Release) ([]Write, error) {
+	h := st.Helm
+	store, gs := e.storageFor(cl, st, dry, expect)
+	rel := resumed
+	if rel == nil {
+		// Every release Secret is held to the version read when planning before the first
+		// write, so a change anywhere in the history stops the rollback with nothing written.
+		if err := e.holdSecrets(ctx, cl, st, expect); err != nil {
+			return nil, err
+		}
+		last, err := store.Last(h.Release)
+		if err != nil {
+			return nil, e.helmErr(st, gs, h.SecretName(h.Current), err)
+		}
+		current, err := store.Get(h.Release, h.Current)
+		if err != nil {
+			return nil, e.helmErr(st, gs, h.SecretName(h.Current), err)
+		}
+		target, err := store.Get(h.Release, h.Target)
+		if err != nil {
+			return nil, e.helmErr(st, gs, h.SecretName(h.Target), err)
+		}
+		switch {
+		case last.Version != h.Current:
+			return nil, &ConflictError{Step: st.ID, Object: gs.object(h.SecretName(last.Version)), Reason: fmt.Sprintf("revision %d is the newest now, not %d", last.Version, h.Current)}
+		case current.Info == nil || current.Info.Status.String() != h.CurrentStatus:
+			return nil, &ConflictError{Step: st.ID, Object: gs.object(h.SecretName(h.Current)), Reason: fmt.Sprintf("revision %d is no longer %s", h.Current, h.CurrentStatus)}
+		}
+		rel = &release.Release{
+			Name:      h.Release,
+			Namespace: current.Namespace,
+			Chart:     target.Chart,
+			Config:    target.Config,
+			Info: &release.Info{
+				FirstDeployed: current.Info.FirstDeployed,
+				LastDeployed:  helmtime.Now(),
+				Status:        release.StatusPendingRollback,
+				Notes:         target.Info.Notes,
+				Description:   fmt.Sprintf("Rollback to %d", h.Target),
+			},
+			Version:  current.Version + 1,
+			Labels:   target.Labels,
+			Manifest: target.Manifest,
+			Hooks:    target.Hooks,
+		}
+		if dry {
+			// A dry-run cannot update what it did not create: validate the final record.
+			rel.Info.Status = release.StatusDeployed
+		}
+		if err := store.Create(rel); err != nil {
+			return nil, e.helmErr(st, gs, h.SecretName(rel.Version), err)
+		}
+	}
+	applied, err := e.applyManifest(ctx, cl, st, rel.Manifest, dry)
+	if err != nil {
+		return append(gs.writes, applied...), err
+	}
+	deployed, err := store.DeployedAll(h.Release)
+	if err != nil && !errors.Is(err, driver.ErrNoDeployedReleases) && !strings.Contains(err.Error(), "has no deployed releases") {
+		return append(gs.writes, applied...), e.helmErr(st, gs, h.SecretName(h.Target), err)
+	}
+	for _, d := range deployed {
+		if d.Version == rel.Version {
+			continue
+		}
+		d.Info.Status = release.StatusSuperseded
+		if err := store.Update(d); err != nil {
+			return append(gs.writes, applied...), e.helmErr(st, gs, h.SecretName(d.Version), err)
+		}
+	}
+	if cur, err := store.Get(h.Release, h.Current); err == nil && cur.Info != nil && cur.Info.Status.IsPending() {
+		cur.Info.Status = release.StatusSuperseded
+		if err := store.Update(cur); err != nil {
+			return append(gs.writes, applied...), e.helmErr(st, gs, h.SecretName(h.Current), err)
+		}
+	}
+	if !dry {
+		rel.Info.Status = release.StatusDeployed
+		if err := store.Update(rel); err != nil {
+			return append(gs.writes, applied...), e.helmErr(st, gs, h.SecretName(rel.Version), err)
+		}
+	}
+	return append(gs.writes, applied...), nil
+}
+
+// holdSecrets checks that every release Secret still has the version read when planning.
+func (e *Executor) holdSecrets(ctx context.Context, cl *cluster, st remediate.Step, expect map[string]string) error {
+	for name, rv := range expect {
+		o := remediate.Object{Cluster: cl.name, APIVersion: "v1", Kind: "Secret", Namespace: st.Helm.Namespace, Name: name, ResourceVersion: rv}
+		s, err := cl.kube.CoreV1().Secrets(st.Helm.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return &ConflictError{Step: st.ID, Object: o, Reason: "it no longer exists"}
+		}
+		if err != nil {
+			return fmt.Errorf("reading Secret %s/%s: %w", st.Helm.Namespace, name, err)
+		}
+		if rv != "" && s.ResourceVersion != rv {
+			return &ConflictError{Step: st.ID, Object: o, Reason: fmt.Sprintf("resourceVersion %s when planned, %s now", rv, s.ResourceVersion)}
+		}
+	}
+	return nil
+}
+
+// helmMarkFailed marks a pending revision with nothing to roll back to failed, in the record
+// and its status label, as Fleet and Helm-based operators do to unlock a release.
+func (e *Executor) helmMarkFailed(ctx context.Context, cl *cluster, st remediate.Step, dry bool) ([]Write, error) {
+	h := st.Helm
+	expect := plannedVersions(st)
+	if err := e.holdSecrets(ctx, cl, st, expect); err != nil {
+		return nil, err
+	}
+	store, gs := e.storageFor(cl, st, dry, expect)
+	last, err := store.Last(h.Release)
+	if err != nil {
+		return nil, e.helmErr(st, gs, h.SecretName(h.Current), err)
+	}
+	if last.Version != h.Current || last.Info == nil || last.Info.Status.String() != h.CurrentStatus {
+		return nil, &ConflictError{Step: st.ID, Object: gs.object(h.SecretName(last.Version)), Reason: fmt.Sprintf("the newest revision is %d (%s), not %d (%s)", last.Version, statusOf(last), h.Current, h.CurrentStatus)}
+	}
+	last.SetStatus(release.StatusFailed, fmt.Sprintf("Release unlocked from %q state by unstick: no earlier revision to roll back to", h.CurrentStatus))
+	if err := store.Update(last); err != nil {
+		return nil, e.helmErr(st, gs, h.SecretName(h.Current), err)
+	}
+	return gs.writes, nil
+}
+
+func statusOf(r *release.Release) string {
+	if r.Info == nil {
+		return "unknown"
+	}
+	return r.Info.Status.String()
+}
+
+// helmState reads the release the way Helm does.
+func (e *Executor) helmState(ctx context.Context, cl *cluster, st remediate.Step) (bool, bool, string, error) {
+	h := st.Helm
+	store, _ := e.storageFor(cl, st, true, map[string]string{})
+	last, err := store.Last(h.Release)
+	if err != nil {
+		return false, false, "", fmt.Errorf("reading Helm release %s/%s: %w", h.Namespace, h.Release, err)
+	}
+	switch st.Action {
+	case remediate.HelmMarkFailed:
+		cur, err := store.Get(h.Release, h.Current)
+		if err != nil {
+			return false, false, "", err
+		}
+		ok := statusOf(cur) == release.StatusFailed.String()
+		return ok, ok && last.Version == h.Current, fmt.Sprintf("revision %d is %s", h.Current, statusOf(cur)), nil
+	}
+	if last.Version != h.NewRevision || last.Info == nil || last.Info.Description != fmt.Sprintf("Rollback to %d", h.Target) {
+		return false, false, fmt.Sprintf("the newest revision is %d (%s)", last.Version, statusOf(last)), nil
+	}
+	if last.Info.Status != release.StatusDeployed {
+		return false, false, fmt.Sprintf("revision %d is %s", last.Version, statusOf(last)), nil
+	}
+	target, err := store.Get(h.Release, h.Target)
+	if err != nil {
+		return true, false, "", err
+	}
+	chart := ""
+	if last.Chart != nil && last.Chart.Metadata != nil {
+		chart = last.Chart.Metadata.Name + "-" + last.Chart.Metadata.Version
+	}
+	if h.TargetChart != "-" && chart != h.TargetChart {
+		return true, false, fmt.Sprintf("revision %d has chart %s, not %s", last.Version, chart, h.TargetChart), nil
+	}
+	if h.TargetStatus == release.StatusDeployed.String() && statusOf(target) != release.StatusSuperseded.String() {
+		return true, false, fmt.Sprintf("revision %d is %s, not superseded", h.Target, statusOf(target)), nil
+	}
+	return true, true, "", nil
+}
+
+// manifestObjects parses a release manifest into objects, each with its namespace resolved
+// (Helm puts a namespaced object without one in the release namespace).
+func (e *Executor) manifestObjects(cl *cluster, st remediate.Step, manifest string) ([]*unstructured.Unstructured, []remediate.Object, error) {
+	dec := k8syaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	var us []*unstructured.Unstructured
+	var objs []remediate.Object
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if err == io.EOF {
+				break
+			}
+			return nil, nil, fmt.Errorf("revision %d's manifest: %w", st.Helm.Target, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetName() == "" {
+			continue
+		}
+		_, namespaced, err := cl.resource(u.GetAPIVersion(), u.GetKind())
+		if err != nil {
+			return nil, nil, err
+		}
+		if namespaced && u.GetNamespace() == "" {
+			u.SetNamespace(st.Helm.Namespace)
+		}
+		if !namespaced {
+			u.SetNamespace("")
+		}
+		us = append(us, u)
+		objs = append(objs, remediate.Object{Cluster: cl.name, APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	return us, objs, nil
+}
+
+// targetManifest reads the manifest of the revision a rollback goes back to.
+func (e *Executor) targetManifest(cl *cluster, st remediate.Step) (string, error) {
+	store, _ := e.storageFor(cl, st, true, map[string]string{})
+	t, err := store.Get(st.Helm.Release, st.Helm.Target)
+	if err != nil {
+		return "", fmt.Errorf("reading revision %d of Helm release %s/%s: %w", st.Helm.Target, st.Helm.Namespace, st.Helm.Release, err)
+	}
+	return t.Manifest, nil
+}
+
+// applyManifest re-applies a revision's objects as Helm's rollback does (with Helm's
+// ownership labels and annotations), by server-side apply under the resourceVersion read just
+// before, and only where the server says the object would change. Objects the guard forbids
+// (Namespaces, CRDs, Secrets that are not release storage) are left alone and named.
+func (e *Executor) applyManifest(ctx context.Context, cl *cluster, st remediate.Step, manifest string, dry bool) ([]Write, error) {
+	us, objs, err := e.manifestObjects(cl, st, manifest)
+	if err != nil {
+		return nil, err
+	}
+	var writes []Write
+	for i, u := range us {
+		o := objs[i]
+		live, err := cl.read(ctx, o)
+		if err != nil {
+			return writes, fmt.Errorf("reading %s: %w", o.Ref(), err)
+		}
+		var typ string
+		var lbls map[string]string
+		if live != nil {
+			typ, _, _ = unstructured.NestedString(live.Object, "type")
+			lbls = live.GetLabels()
+		}
+		if err := remediate.Guard(o, typ, lbls); err != nil {
+			e.say("  left alone: %v", err)
+			continue
+		}
+		setHelmMetadata(u, st.Helm.Release, st.Helm.Namespace)
+		h, err := cl.handle(o)
+		if err != nil {
+			return writes, err
+		}
+		before := ""
+		if live != nil {
+			before = live.GetResourceVersion()
+			u.SetResourceVersion(before)
+		}
+		preview, err := h.Apply(ctx, o.Name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return writes, e.writeError(st, o, err)
+		}
+		if dry || (live != nil && sameContent(live, preview)) {
+			continue
+		}
+		out, err := h.Apply(ctx, o.Name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		if err != nil {
+			return writes, e.writeError(st, o, err)
+		}
+		op := "apply"
+		if live == nil {
+			op = "create"
+		}
+		writes = append(writes, writeOf(o, op, before, out))
+	}
+	return writes, nil
+}
+
+func setHelmMetadata(u *unstructured.Unstructured, name, ns string) {
+	l := u.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l["app.kubernetes.io/managed-by"] = "Helm"
+	u.SetLabels(l)
+	a := u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a["meta.helm.sh/release-name"] = name
+	a["meta.helm.sh/release-namespace"] = ns
+	u.SetAnnotations(a)
+}
+
+// sameContent compares two versions of an object, ignoring what the server keeps for itself.
+func sameContent(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy().Object
+		delete(c, "status")
+		if md, ok := c["metadata"].(map[string]any); ok {
+			for _, k := range []string{"managedFields", "resourceVersion", "generation", "creationTimestamp", "uid"} {
+				delete(md, k)
+			}
+		}
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}

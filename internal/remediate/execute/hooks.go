@@ -1,0 +1,53 @@
+package execute
+
+import (
+	"context"
+	"errors"
+
+	"github.com/unstick-dev/unstick/internal/remediate"
+)
+
+// Phases of a step, in order. A step's journal has one line per phase it completed.
+const (
+	PhaseBegin      = "begin"      // about to start: the step as planned
+	PhaseBackup     = "backup"     // objects, events and logs saved; preconditions held
+	PhaseDryRun     = "dry-run"    // the server accepted the writes with dryRun=All
+	PhaseApplied    = "applied"    // the writes were made
+	PhaseVerified   = "verified"   // terminal: the state moved
+	PhaseUnverified = "unverified" // terminal: written, but the state did not move in time
+	PhaseDeclined   = "declined"   // terminal for this run: the operator said no
+	PhaseConflict   = "conflict"   // an object changed since planning: no write was made
+	PhaseFailed     = "failed"     // the step failed; see the message
+	PhaseAbandoned  = "abandoned"  // terminal: begun in an earlier run, not applied, no longer planned
+)
+
+// Hooks let tests inject what a real API server cannot produce on demand: a change made by
+// someone else between the dry-run and the write, or the process dying at a step boundary.
+// Production code never sets them.
+type Hooks struct {
+	// AfterPhase runs after a step completed phase (and its journal line was written). An
+	// error stops the run at once, as a killed process would: no further journal line, no
+	// further write. ErrKilled is the conventional one.
+	AfterPhase func(ctx context.Context, step remediate.Step, phase string) error
+	// BeforeApply runs after the dry-run and before the write.
+	BeforeApply func(ctx context.Context, step remediate.Step) error
+}
+
+// ErrKilled is what a test hook returns to simulate the process being killed.
+var ErrKilled = errors.New("killed (test hook)")
+
+type hooksKey struct{}
+
+// WithHooks returns a context carrying test hooks for the executor (tests call the CLI with
+// it; see internal/e2e/fix_test.go).
+func WithHooks(ctx context.Context, h *Hooks) context.Context {
+	return context.WithValue(ctx, hooksKey{}, h)
+}
+
+func hooksFrom(ctx context.Context) *Hooks {
+	h, _ := ctx.Value(hooksKey{}).(*Hooks)
+	if h == nil {
+		return &Hooks{}
+	}
+	return h
+}

@@ -1,0 +1,156 @@
+package remediate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteJSON writes the plan as indented JSON.
+func WriteJSON(w io.Writer, p *Plan) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+// Number returns each step's 1-based number in the printed plan, by ID.
+func (p *Plan) Number() map[string]int {
+	out := map[string]int{}
+	for i, s := range p.Steps() {
+		out[s.ID] = i + 1
+	}
+	return out
+}
+
+// WriteTable renders the plan for a terminal: each incident, its ladder in execution order,
+// and for every step what it changes, why, what must hold, how it is verified and the command
+// an operator would type instead. Secret payloads never appear: steps only name Secrets.
+func WriteTable(w io.Writer, p *Plan, applying bool) error {
+	b := &strings.Builder{}
+	steps := len(p.Steps())
+	if applying {
+		fmt.Fprintf(b, "Fix plan: %d incident(s), %d step(s); max risk %s.\n", len(p.Incidents), steps, p.MaxRisk)
+	} else {
+		fmt.Fprintf(b, "Fix plan: %d incident(s), %d step(s); max risk %s. Nothing is changed without --apply.\n", len(p.Incidents), steps, p.MaxRisk)
+	}
+	n := 0
+	above := 0
+	for i, inc := range p.Incidents {
+		r := inc.RootCause
+		fmt.Fprintf(b, "\nIncident %d: %s on %s — %s\n", i+1, r.FindingID, r.Cluster, r.Object.String())
+		wrap(b, "  ", r.Summary)
+		if len(inc.Symptoms) > 0 {
+			var sy []string
+			for _, s := range inc.Symptoms {
+				sy = append(sy, s.FindingID+" ("+s.Cluster+")")
+			}
+			wrap(b, "  ", "symptoms: "+strings.Join(sy, ", "))
+		}
+		for _, a := range inc.Attempts {
+			if len(a.Steps) > 1 {
+				fmt.Fprintf(b, "\n  steps %d–%d run together as one %s attempt (risk %s): each is useless without the one before\n", n+1, n+len(a.Steps), a.Rung, a.Risk)
+			}
+			for _, s := range a.Steps {
+				n++
+				status := ""
+				switch {
+				case a.Blocked != "":
+					status = " · BLOCKED"
+				case a.AboveMaxRisk:
+					status = fmt.Sprintf(" · above --max-risk %s: not run", p.MaxRisk)
+					above++
+				}
+				fmt.Fprintf(b, "\n  %d. %s · risk %s · %s on %s%s\n", n, s.Rung, s.Risk, s.Target.Ref(), s.Cluster, status)
+				field(b, "change", s.Change)
+				if s.Action.Mutating() {
+					var why []string
+					for _, r := range s.Why {
+						why = append(why, r.FindingID+": "+r.Summary)
+					}
+					field(b, "why", strings.Join(why, "; "))
+					if len(s.Why) > 0 && len(s.Why[0].Evidence) > 0 {
+						e := s.Why[0].Evidence[0]
+						field(b, "evidence", e.Text+" ["+e.Source+"]")
+					}
+					field(b, "requires", s.Precondition)
+					field(b, "verify", s.Verify)
+				}
+				for _, c := range s.Commands {
+					label := "kubectl"
+					if strings.HasPrefix(c, "helm ") {
+						label = "helm"
+					}
+					fmt.Fprintf(b, "     %-9s %s\n", label+":", c)
+				}
+				for _, note := range s.Notes {
+					field(b, "note", note)
+				}
+			}
+			if a.Blocked != "" {
+				field(b, "blocked", a.Blocked)
+			}
+		}
+	}
+	if len(p.Manual) > 0 {
+		fmt.Fprintf(b, "\nNo automatic fix (%d):\n", len(p.Manual))
+		for _, m := range p.Manual {
+			fmt.Fprintf(b, "  %s on %s — %s\n", m.Finding.FindingID, m.Finding.Cluster, m.Finding.Object.String())
+			wrap(b, "    ", m.Hint)
+		}
+	}
+	if !applying && steps > 0 {
+		b.WriteString("\nRun again with --apply to execute: every step asks first (--yes does not), backs up what it touches, dry-runs, writes with a resourceVersion precondition and verifies.\n")
+		if above > 0 {
+			fmt.Fprintf(b, "%d step(s) above --max-risk %s are listed but would not run.\n", above, p.MaxRisk)
+		}
+	}
+	if len(p.Incidents) == 0 && len(p.Manual) == 0 {
+		b.WriteString("\nNothing to fix.\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func field(b *strings.Builder, name, text string) {
+	if text == "" {
+		return
+	}
+	prefix := fmt.Sprintf("     %-9s ", name+":")
+	lines := wrapLines(text, 100-len(prefix))
+	for i, l := range lines {
+		if i == 0 {
+			b.WriteString(prefix + l + "\n")
+		} else {
+			b.WriteString(strings.Repeat(" ", len(prefix)) + l + "\n")
+		}
+	}
+}
+
+func wrap(b *strings.Builder, indent, text string) {
+	for _, l := range wrapLines(text, 100-len(indent)) {
+		b.WriteString(indent + l + "\n")
+	}
+}
+
+// wrapLines breaks text at spaces so lines stay within width (a longer word stays whole).
+func wrapLines(text string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			out = append(out, line)
+			line = w
+			continue
+		}
+		if line == "" {
+			line = w
+		} else {
+			line += " " + w
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}

@@ -1,0 +1,308 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+)
+
+// JUnit XML as CI systems read it (the Ant/Surefire dialect Jenkins, GitLab and GitHub
+// reporters share): one test suite per cluster, one test case per check in it. A finding
+// at or above --fail-on fails the test case of the check that reported it on the cluster it
+// is about; findings below it are listed in the case's system-out.
+
+type junitSuites struct {
+	XMLName   xml.Name     `xml:"testsuites"`
+	Name      string       `xml:"name,attr"`
+	Tests     int          `xml:"tests,attr"`
+	Failures  int          `xml:"failures,attr"`
+	Errors    int          `xml:"errors,attr"`
+	Time      string       `xml:"time,attr"`
+	Timestamp string       `xml:"timestamp,attr"`
+	Suites    []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
+}
+
+// Bodies are CDATA so that their lines stay lines for a person reading the file.
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",cdata"`
+}
+
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+// fleetSuite holds what no single check on a single cluster reported: fleet-wide incidents
+// and errors reading the input.
+const fleetSuite = "(fleet-wide)"
+
+func renderJUnit(w io.Writer, r *Report, o Options) error {
+	failOn := o.FailOn
+	if failOn == 0 {
+		failOn = finding.Error
+	}
+	checks, err := junitChecks(o)
+	if err != nil {
+		return err
+	}
+	owner := map[string]string{} // finding ID → the check that emits it
+	for _, c := range checks {
+		for _, id := range c.Emits {
+			if _, ok := owner[id]; !ok {
+				owner[id] = c.Name
+			}
+		}
+	}
+	type cell struct {
+		findings []finding.Finding
+		errs     []finding.ScanError
+	}
+	cells := map[[2]string]*cell{} // {cluster, check}
+	at := func(cluster, check string) *cell {
+		k := [2]string{cluster, check}
+		if cells[k] == nil {
+			cells[k] = &cell{}
+		}
+		return cells[k]
+	}
+	var fleetIDs []string
+	for _, f := range r.Findings {
+		check, ok := owner[f.ID]
+		if !ok {
+			at(fleetSuite, f.ID).findings = append(at(fleetSuite, f.ID).findings, f)
+			fleetIDs = appendNew(fleetIDs, f.ID)
+			continue
+		}
+		at(about(f), check).findings = append(at(about(f), check).findings, f)
+	}
+	var inputErrs []finding.ScanError
+	for _, e := range r.Errors {
+		if e.Check == "" || e.Cluster == "" {
+			inputErrs = append(inputErrs, e)
+			continue
+		}
+		at(e.Cluster, e.Check).errs = append(at(e.Cluster, e.Check).errs, e)
+	}
+
+	ts := r.EvaluatedAt.UTC().Format("2006-01-02T15:04:05")
+	out := junitSuites{Name: "unstick scan", Time: "0", Timestamp: ts}
+	roles := map[string]string{}
+	for _, c := range r.Clusters {
+		roles[c.Name] = c.Role
+	}
+	for _, name := range clusterNames(r) {
+		s := junitSuite{Name: name, Time: "0", Timestamp: ts}
+		if role := roles[name]; role != "" {
+			s.Properties = append(s.Properties, junitProperty{"role", role})
+		} else {
+			s.Properties = append(s.Properties, junitProperty{"role", "fleet cluster (not scanned)"})
+		}
+		for _, c := range checks {
+			jc := junitCase{Name: c.Name, Classname: "unstick." + name, Time: "0"}
+			if x := cells[[2]string{name, c.Name}]; x != nil {
+				fillCase(&jc, x.findings, x.errs, failOn)
+			}
+			s.add(jc)
+		}
+		out.Suites = append(out.Suites, s)
+	}
+	if len(fleetIDs) > 0 || len(inputErrs) > 0 {
+		s := junitSuite{Name: fleetSuite, Time: "0", Timestamp: ts}
+		sort.Strings(fleetIDs)
+		for _, id := range fleetIDs {
+			jc := junitCase{Name: id, Classname: "unstick.fleet-wide", Time: "0"}
+			fillCase(&jc, cells[[2]string{fleetSuite, id}].findings, nil, failOn)
+			s.add(jc)
+		}
+		if len(inputErrs) > 0 {
+			jc := junitCase{Name: "read input", Classname: "unstick.fleet-wide", Time: "0"}
+			fillCase(&jc, nil, inputErrs, failOn)
+			s.add(jc)
+		}
+		out.Suites = append(out.Suites, s)
+	}
+	for _, s := range out.Suites {
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Errors += s.Errors
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, "\n")
+	return err
+}
+
+func (s *junitSuite) add(c junitCase) {
+	s.Cases = append(s.Cases, c)
+	s.Tests++
+	if c.Failure != nil {
+		s.Failures++
+	}
+	if c.Error != nil {
+		s.Errors++
+	}
+}
+
+// fillCase fails the case with the findings at or above failOn, errors it with the checks
+// that could not run, and lists the rest in system-out.
+func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, failOn finding.Severity) {
+	var failing, below []finding.Finding
+	for _, f := range fs {
+		if f.Severity >= failOn {
+			failing = append(failing, f)
+		} else {
+			below = append(below, f)
+		}
+	}
+	if len(failing) > 0 {
+		var worst finding.Severity
+		ids := []string{}
+		var b strings.Builder
+		for _, f := range failing {
+			worst = max(worst, f.Severity)
+			ids = appendNew(ids, f.ID)
+			writeFinding(&b, f)
+		}
+		c.Failure = &junitProblem{
+			Message: fmt.Sprintf("%s: %s", plural(len(failing), "finding"), strings.Join(ids, ", ")),
+			Type:    worst.String(),
+			Text:    b.String(),
+		}
+	}
+	if len(errs) > 0 {
+		var b strings.Builder
+		for _, e := range errs {
+			b.WriteString(e.String() + "\n")
+		}
+		c.Error = &junitProblem{Message: firstLineOf(errs[0].Message), Type: "error", Text: b.String()}
+	}
+	if len(below) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s below the failure threshold:\n", plural(len(below), "finding"))
+		for _, f := range below {
+			writeFinding(&b, f)
+		}
+		c.SystemOut = &junitText{b.String()}
+	}
+}
+
+func writeFinding(b *strings.Builder, f finding.Finding) {
+	fmt.Fprintf(b, "[%s] %s %s: %s\n  object: %s\n", strings.ToUpper(f.Severity.String()), f.ID, clusterLabel(f), f.Summary, f.Object.String())
+	if f.Since != nil {
+		fmt.Fprintf(b, "  since: %s\n", f.Since.UTC().Format(time.RFC3339))
+	}
+	for _, e := range f.Evidence {
+		fmt.Fprintf(b, "  evidence: %s [%s]\n", e.Text, e.Source)
+	}
+	if s, ok := nextStep(f); ok {
+		fmt.Fprintf(b, "  next step (%s): %s\n", s.Rung, oneParagraph(s.Action))
+		for _, c := range s.Commands {
+			fmt.Fprintf(b, "    $ %s\n", c)
+		}
+	}
+	fmt.Fprintf(b, "  more: unstick explain %s\n", f.ID)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// about is the cluster a finding is about: the downstream cluster a management-side
+// finding names, else the cluster it was found on.
+func about(f finding.Finding) string {
+	if f.Affects != "" {
+		return f.Affects
+	}
+	return f.Cluster
+}
+
+// clusterNames lists the scanned clusters, then the clusters findings are about that were not
+// scanned themselves (Fleet clusters known only to the management cluster), sorted.
+func clusterNames(r *Report) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range r.Clusters {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			names = append(names, c.Name)
+		}
+	}
+	var extra []string
+	for _, f := range r.Findings {
+		if a := about(f); a != "" && !seen[a] {
+			seen[a] = true
+			extra = append(extra, a)
+		}
+	}
+	sort.Strings(extra)
+	return append(names, extra...)
+}
+
+// junitChecks is Options.Checks, else one pseudo-check per catalogue ID.
+func junitChecks(o Options) ([]CheckInfo, error) {
+	if o.Checks != nil {
+		return o.Checks, nil
+	}
+	cat, err := catalogOf(o)
+	if err != nil {
+		return nil, err
+	}
+	var out []CheckInfo
+	for _, id := range cat.IDs() {
+		if id == "fleet/fleetwide-failure" {
+			continue // made by grouping, not by a check: it goes to the fleet suite
+		}
+		out = append(out, CheckInfo{Name: id, Emits: []string{id}})
+	}
+	return out, nil
+}
