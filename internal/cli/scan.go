@@ -17,7 +17,6 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/snapshot"
-	"github.com/unstick-dev/unstick/internal/source"
 )
 
 type scanOptions struct {
@@ -35,8 +34,11 @@ type scanOptions struct {
 	color      string
 	catalog    string
 	kube       *kubeFlags
-	live       bool
-	outputFile string
+	reg        *registryFlags
+	// probeBundle asks registries about the images of an offline bundle too (--registry).
+	probeBundle bool
+	live        bool
+	outputFile  string
 
 	// completed
 	nowTime time.Time
@@ -47,7 +49,7 @@ type scanOptions struct {
 }
 
 func newScanCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &scanOptions{s: s, g: g, kube: newKubeFlags()}
+	o := &scanOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}}
 	cmd := &cobra.Command{
 		Use:   "scan",
 		Short: "Find stuck upgrades and explain their root cause",
@@ -124,6 +126,8 @@ failed, 2 usage error.`,
 	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
 	f.StringVar(&o.outputFile, "output-file", "", "write the report to this file instead of stdout (the exit code is the same)")
 	o.kube.addFlags(f)
+	o.reg.addFlags(f)
+	f.BoolVar(&o.probeBundle, "registry", false, "with --from, also ask the image registries whether the bundle's images exist (live scans always do, unless --offline-registry)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(report.Formats...))
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("critical", "error", "warning", "info", "none"))
 	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletion("auto", "always", "never"))
@@ -180,6 +184,9 @@ func (o *scanOptions) complete() error {
 }
 
 func (o *scanOptions) validate() error {
+	if err := o.reg.validate(); err != nil {
+		return err
+	}
 	if o.from != "" && o.live {
 		return usageErrorf("--from reads an offline bundle; it cannot be combined with --context, --all-contexts or --kubeconfig")
 	}
@@ -226,15 +233,23 @@ func unwrapPathError(err error) error {
 func (o *scanOptions) run(ctx context.Context) error {
 	log := o.g.log
 	start := time.Now()
-	snap, err := o.load(ctx)
+	// Images are judged by what their registries say when the fleet is read live (or the
+	// user asks for it with --registry); an offline bundle is otherwise judged by its events
+	// and logs alone, without contacting anything.
+	reg := *o.reg
+	reg.offline = reg.offline || (!o.live && !o.probeBundle)
+	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: &reg, cfg: o.cfg, quiet: o.quiet}
+	in, err := l.load(ctx)
 	if err != nil {
 		return err
 	}
+	snap := in.snap
 	log.Info("loaded", "clusters", len(snap.Clusters), "skipped", len(snap.Skipped), "errors", len(snap.Errors), "took", time.Since(start))
 	start = time.Now()
 	now := o.evalTime(snap)
-	ctxc := &check.Context{Snap: snap, Now: now, Thresholds: o.th, Catalog: o.cat}
+	ctxc := &check.Context{Snap: snap, Now: now, Thresholds: o.th, Catalog: o.cat, Images: in.facts}
 	incidents, fs, errs := check.Evaluate(ctxc, check.Filter{Only: o.only, Clusters: o.clusters})
+	errs = append(errs, in.registryErrors...)
 	o.cfg.OverrideSeverities(incidents, fs)
 	incidents, fs, sup := o.cfg.Apply(o.g.clock(), incidents, fs)
 	for i, n := range sup.Count {
@@ -293,23 +308,6 @@ func checkInfos() []report.CheckInfo {
 		out = append(out, report.CheckInfo{Name: c.Name, Emits: c.Emits})
 	}
 	return out
-}
-
-// load reads the bundle or the live clusters.
-func (o *scanOptions) load(ctx context.Context) (*snapshot.Snapshot, error) {
-	prog := o.g.status
-	prog.quiet(o.quiet)
-	defer prog.done()
-	if !o.live {
-		o.g.log.Debug("reading the offline bundle", "path", o.from)
-		src := &source.Offline{Path: o.from, Progress: func(n int) { prog.count("reading "+o.from, n, 0, "files") }}
-		return src.Load(ctx)
-	}
-	live, err := o.kube.live(func(done, total int) { prog.count("reading clusters", done, total, "clusters") })
-	if err != nil {
-		return nil, err
-	}
-	return live.Load(ctx)
 }
 
 // evalTime is --now, else the bundle's collection time, else the clock.
