@@ -98,6 +98,9 @@ func Run(ctx *Context, checks []Check) Result {
 	wg.Wait()
 	var res Result
 	for i, o := range outs {
+		for j := range o.fs {
+			personalise(&o.fs[j])
+		}
 		res.Findings = append(res.Findings, o.fs...)
 		if o.err != nil {
 			res.Errors = append(res.Errors, finding.ScanError{Check: checks[i].Name, Message: o.err.Error()})

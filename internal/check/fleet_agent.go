@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +43,15 @@ func (a agentState) finding(ctx *Context, id, summary string) finding.Finding {
 	f := ctx.New(id, a.mgmt, fleetClusterRef(a.fc), summary)
 	f.Keys = []string{AgentKey(a.fc.Namespace + "/" + a.fc.Name)}
 	f.Affects = clusterName(ctx.Snap, a.fc)
+	f.Vars = agentVars(a.fc)
 	return f
+}
+
+// agentVars fill the placeholders of an agent's remediation: its Fleet Cluster and the next
+// redeploy generation.
+func agentVars(fc *fleetv1.Cluster) map[string]string {
+	return map[string]string{"fleet-namespace": fc.Namespace, "cluster": fc.Name,
+		"n+1@redeployAgentGeneration": strconv.FormatInt(fc.Spec.RedeployAgentGeneration+1, 10)}
 }
 
 // conditionSince is when a generic condition last changed.

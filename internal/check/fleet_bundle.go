@@ -56,6 +56,11 @@ var fleetBundles = Check{
 					}
 					f.Evidence = bdEvidence(m, bd, st, msg)
 					f.Since = timePtr(since)
+					f.Vars = map[string]string{"bundle": bundle, "fleet-namespace": bd.Labels[fleet.LabelBundleNamespace]}
+					if fc != nil && fleet.IsAgentBundle(bundle) {
+						f.Vars = agentVars(fc)
+						f.Vars["bundle"] = bundle
+					}
 					return f
 				}
 				switch st {

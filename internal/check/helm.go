@@ -3,7 +3,10 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+
+	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
@@ -33,6 +36,16 @@ var helmReleases = Check{
 					f := ctx.New(id, c, ref("v1", "Secret", newest.Namespace, newest.SecretName), summary)
 					f.Keys = releaseKeys(ctx.Snap, c, newest)
 					f.Evidence = releaseEvidence(c, hist)
+					f.Vars = map[string]string{"release": newest.Name, "rev": strconv.Itoa(newest.Revision)}
+					if deployed != nil {
+						f.Vars["last-deployed-revision"] = strconv.Itoa(deployed.Revision)
+					}
+					if fc := agentFleetCluster(ctx.Snap, c, newest); fc != nil {
+						for k, v := range agentVars(fc) {
+							f.Vars[k] = v
+						}
+						f.Vars["bundle"] = newest.Name
+					}
 					return f
 				}
 				switch {
@@ -156,6 +169,23 @@ func releaseKeys(s *snapshot.Snapshot, c *snapshot.Cluster, r *helmrelease.Relea
 		}
 	}
 	return keys
+}
+
+// agentFleetCluster is the Fleet Cluster whose agent a release is: the one matched to the
+// release's cluster, or the one the release is named after (fleet-agent-<cluster>).
+func agentFleetCluster(s *snapshot.Snapshot, c *snapshot.Cluster, r *helmrelease.Release) *fleetv1.Cluster {
+	if !fleet.IsAgentNamespace(r.Namespace) || !strings.HasPrefix(r.Name, fleet.AgentBundlePrefix) {
+		return nil
+	}
+	name := strings.TrimPrefix(r.Name, fleet.AgentBundlePrefix)
+	for _, m := range s.Management() {
+		for _, fc := range m.FleetClusters {
+			if fc.Name == name || fc.Namespace+"/"+fc.Name == c.FleetCluster {
+				return fc
+			}
+		}
+	}
+	return nil
 }
 
 func historyLine(hist []*helmrelease.Release) string {

@@ -94,6 +94,9 @@ type Finding struct {
 	// Signature is the cluster-independent shape of the failure, used to spot the
 	// same failure on many clusters at once. Not part of the output.
 	Signature string `json:"-"`
+	// Vars fill the placeholders of the remediation commands (<namespace>, <release>, ...)
+	// beyond what the object itself tells. Not part of the output.
+	Vars map[string]string `json:"-"`
 	// Affects names the downstream cluster a management-side finding is about.
 	Affects string `json:"affects,omitempty"`
 }

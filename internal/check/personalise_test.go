@@ -1,0 +1,36 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+)
+
+// The printed commands are the ones to run: the object and the check's values fill the
+// placeholders, a scoped value only where it belongs, unknown placeholders stay.
+func TestPersonaliseFillsPlaceholders(t *testing.T) {
+	f := finding.Finding{
+		Object: finding.ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "cattle-fleet-system", Name: "sh.helm.release.v1.fleet-agent-c-m-1.v5"},
+		Vars:   map[string]string{"release": "fleet-agent-c-m-1", "last-deployed-revision": "4", "n+1@redeployAgentGeneration": "3", "fleet-namespace": "fleet-default", "cluster": "c-m-1"},
+		Remediation: []finding.Step{{Rung: "repair", Commands: []string{
+			"helm -n <namespace> rollback <release> <last-deployed-revision>",
+			`kubectl -n <fleet-namespace> patch clusters.fleet.cattle.io <cluster> --type merge -p '{"spec":{"redeployAgentGeneration":<n+1>}}'`,
+			`kubectl -n <fleet-namespace> patch bundles.fleet.cattle.io <bundle> --type merge -p '{"spec":{"forceSyncGeneration":<n+1>}}'`,
+		}}},
+	}
+	catalogue := f.Remediation[0].Commands // shared with the catalogue entry in real use
+	personalise(&f)
+	want := []string{
+		"helm -n cattle-fleet-system rollback fleet-agent-c-m-1 4",
+		`kubectl -n fleet-default patch clusters.fleet.cattle.io c-m-1 --type merge -p '{"spec":{"redeployAgentGeneration":3}}'`,
+		`kubectl -n fleet-default patch bundles.fleet.cattle.io <bundle> --type merge -p '{"spec":{"forceSyncGeneration":<n+1>}}'`,
+	}
+	for i, w := range want {
+		if got := f.Remediation[0].Commands[i]; got != w {
+			t.Errorf("command %d:\n got %s\nwant %s", i, got, w)
+		}
+	}
+	if catalogue[0] != "helm -n <namespace> rollback <release> <last-deployed-revision>" {
+		t.Error("personalise changed the catalogue's own ladder")
+	}
+}
