@@ -80,16 +80,7 @@ func (o *Offline) Load(ctx context.Context) (*snapshot.Snapshot, error) {
 	if lim.MaxFiles == 0 {
 		lim = DefaultLimits
 	}
-	fi, err := os.Stat(o.Path)
-	if err != nil {
-		return nil, fmt.Errorf("reading bundle: %w", err)
-	}
-	var entries []entry
-	if fi.IsDir() {
-		entries, err = listDir(o.Path, lim)
-	} else {
-		entries, err = readTarGz(o.Path, lim)
-	}
+	entries, err := bundleEntries(o.Path, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +90,18 @@ func (o *Offline) Load(ctx context.Context) (*snapshot.Snapshot, error) {
 	entries = stripCommonRoot(entries)
 	l := &loader{b: snapshot.NewBuilder(), lim: lim, base: baseName(o.Path)}
 	return l.load(ctx, entries, o.Progress)
+}
+
+// bundleEntries lists the files of a bundle directory or archive, in path order.
+func bundleEntries(path string, lim Limits) ([]entry, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle: %w", err)
+	}
+	if fi.IsDir() {
+		return listDir(path, lim)
+	}
+	return readTarGz(path, lim)
 }
 
 func baseName(p string) string {

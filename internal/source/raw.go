@@ -3,9 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
-	"os"
 
 	"sigs.k8s.io/yaml"
 
@@ -23,16 +21,7 @@ type RawObject struct {
 // ReadRawObjects calls fn for every Kubernetes object of a bundle (directory or .tar.gz),
 // Lists expanded, in file order. Files that do not parse are skipped; logs are ignored.
 func ReadRawObjects(path string, fn func(RawObject) error) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("reading bundle: %w", err)
-	}
-	var es []entry
-	if fi.IsDir() {
-		es, err = listDir(path, DefaultLimits)
-	} else {
-		es, err = readTarGz(path, DefaultLimits)
-	}
+	es, err := bundleEntries(path, DefaultLimits)
 	if err != nil {
 		return err
 	}
@@ -114,16 +103,7 @@ type RawLog struct {
 
 // ReadRawLogs calls fn for every container log file of a bundle (directory or .tar.gz).
 func ReadRawLogs(path string, fn func(RawLog) error) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("reading bundle: %w", err)
-	}
-	var es []entry
-	if fi.IsDir() {
-		es, err = listDir(path, DefaultLimits)
-	} else {
-		es, err = readTarGz(path, DefaultLimits)
-	}
+	es, err := bundleEntries(path, DefaultLimits)
 	if err != nil {
 		return err
 	}
