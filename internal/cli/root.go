@@ -138,6 +138,7 @@ It is read-only: nothing in a cluster is changed by scan or explain.`,
 	root.AddCommand(newScanCmd(s, g), newExplainCmd(s), newCollectCmd(s), newVersionCmd(s))
 	root.AddCommand(newImagesCmd(s, g), newPreflightCmd(s, g))
 	root.AddCommand(newFixCmd(s, g), newRestoreCmd(s, g))
+	root.AddCommand(newServeCmd(s, g))
 	if name != "unstick" {
 		asPlugin(root, name)
 	}

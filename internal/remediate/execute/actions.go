@@ -106,7 +106,8 @@ func dryRunOpt(dry bool) []string {
 }
 
 // patchOf is the merge patch a patching action makes.
-func patchOf(st remediate.Step, restartedAt string) (map[string]any, error) {
+func patchOf(st remediate.Step, v vals) (map[string]any, error) {
+	restartedAt := v.restartedAt
 	switch st.Action {
 	case remediate.RedeployAgent:
 		return map[string]any{"spec": map[string]any{"redeployAgentGeneration": st.Generation}}, nil
@@ -132,7 +133,7 @@ func patchOf(st remediate.Step, restartedAt string) (map[string]any, error) {
 }
 
 // write makes (or, dry, has the server validate) a step's change.
-func (e *Executor) write(ctx context.Context, cl *cluster, st remediate.Step, dry bool, restartedAt string) ([]Write, error) {
+func (e *Executor) write(ctx context.Context, cl *cluster, st remediate.Step, dry bool, v vals) ([]Write, error) {
 	switch st.Action {
 	case remediate.HelmRollback:
 		return e.helmRollback(ctx, cl, st, dry)
@@ -141,7 +142,7 @@ func (e *Executor) write(ctx context.Context, cl *cluster, st remediate.Step, dr
 	case remediate.DeleteJob, remediate.DeleteBundleDeployment:
 		return e.delete(ctx, cl, st, dry)
 	}
-	body, err := patchOf(st, restartedAt)
+	body, err := patchOf(st, v)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,20 @@ func (e *Executor) write(ctx context.Context, cl *cluster, st remediate.Step, dr
 	if dry {
 		return nil, nil
 	}
-	return []Write{writeOf(st.Target, "patch", st.Target.ResourceVersion, out)}, nil
+	w := writeOf(st.Target, "patch", st.Target.ResourceVersion, out)
+	return []Write{w}, e.wrote(st, w)
+}
+
+// wrote journals one write the moment it is made, so restore knows of it even if the process
+// dies before the step's applied line; then it runs the test hook.
+func (e *Executor) wrote(st remediate.Step, w Write) error {
+	if err := e.journal.Append(Entry{Step: st.ID, Phase: PhaseWrite, Action: string(st.Action), Cluster: st.Cluster, Target: st.Target.Ref(), Writes: []Write{w}}); err != nil {
+		return err
+	}
+	if h := e.hooks.AfterWrite; h != nil {
+		return h(context.Background(), st, w)
+	}
+	return nil
 }
 
 func writeOf(o remediate.Object, op, before string, after *unstructured.Unstructured) Write {
@@ -197,12 +211,14 @@ func (e *Executor) delete(ctx context.Context, cl *cluster, st remediate.Step, d
 	if dry {
 		return nil, nil
 	}
-	return []Write{writeOf(st.Target, "delete", rv, nil)}, nil
+	w := writeOf(st.Target, "delete", rv, nil)
+	return []Write{w}, e.wrote(st, w)
 }
 
 // state says whether a step's change is in the cluster (inPlace, for a resumed step) and
 // whether the state moved as the step expects (verified), with why not.
-func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, restartedAt string) (inPlace, verified bool, why string, err error) {
+func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, v vals) (inPlace, verified bool, why string, err error) {
+	restartedAt := v.restartedAt
 	switch st.Action {
 	case remediate.HelmRollback, remediate.HelmMarkFailed:
 		return e.helmState(ctx, cl, st)
@@ -223,17 +239,21 @@ func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, re
 	case remediate.RedeployAgent:
 		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "redeployAgentGeneration")
 		deployed, found, _ := unstructured.NestedInt64(u.Object, "status", "agentDeployedGeneration")
-		ok := found && deployed >= st.Generation
+		ok := found && deployed >= st.Generation && v.moved(deployed)
 		return spec >= st.Generation, ok, fmt.Sprintf("status.agentDeployedGeneration is %s, waiting for %d (is the Fleet controller running?)", int64OrUnset(deployed, found), st.Generation), nil
 	case remediate.ForceSync:
 		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "forceSyncGeneration")
 		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-		ok := spec >= st.Generation && observed >= u.GetGeneration()
-		return spec >= st.Generation, ok, fmt.Sprintf("status.observedGeneration is %d, generation %d (is the Fleet controller running?)", observed, u.GetGeneration()), nil
+		ok := spec >= st.Generation && observed >= u.GetGeneration() && v.moved(observed)
+		return spec >= st.Generation, ok, fmt.Sprintf("status.observedGeneration is %d (was %s), generation %d: the Fleet controller has not reconciled the bump (is it running?)", observed, v.baselineText(), u.GetGeneration()), nil
 	case remediate.RolloutRestart:
 		got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)
 		if got != restartedAt {
 			return false, false, fmt.Sprintf("the pod template's %s is %q, not %q", RestartedAtAnnotation, got, restartedAt), nil
+		}
+		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		if !v.moved(observed) {
+			return true, false, fmt.Sprintf("status.observedGeneration is still %d: the deployment controller has not seen the restart (is it running?)", observed), nil
 		}
 		ok, why := rolledOut(u)
 		return true, ok, why, nil
@@ -249,6 +269,39 @@ func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, re
 		return !unsched, !unsched, "the node is still unschedulable", nil
 	}
 	return false, false, "", fmt.Errorf("no verification for action %s", st.Action)
+}
+
+// vals are what a step decided or read at run time: the restart time it writes and the status
+// value it waits to see move.
+type vals struct {
+	restartedAt string
+	baseline    *int64
+}
+
+// moved reports a status value that changed since it was read before the write (true when
+// nothing was read: a step resumed from an older journal).
+func (v vals) moved(now int64) bool { return v.baseline == nil || now > *v.baseline }
+
+func (v vals) baselineText() string {
+	if v.baseline == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%d", *v.baseline)
+}
+
+// baselineOf reads, before the write, the status value a resync or restart waits on.
+func baselineOf(st remediate.Step, u *unstructured.Unstructured) *int64 {
+	var path []string
+	switch st.Action {
+	case remediate.RedeployAgent:
+		path = []string{"status", "agentDeployedGeneration"}
+	case remediate.ForceSync, remediate.RolloutRestart:
+		path = []string{"status", "observedGeneration"}
+	default:
+		return nil
+	}
+	n, _, _ := unstructured.NestedInt64(u.Object, path...)
+	return &n
 }
 
 func int64OrUnset(v int64, found bool) string {

@@ -192,6 +192,7 @@ func (b *Backups) evidence(ctx context.Context, cl *cluster, step string, objs [
 	base := filepath.Join(b.dir, evidenceDir, safeName(b.run), safeName(step), safeName(cl.name))
 	var notes []string
 	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
+	seenPod := map[string]bool{}
 	for _, o := range objs {
 		if o.Cluster != cl.name || o.Create {
 			continue
@@ -205,6 +206,10 @@ func (b *Backups) evidence(ctx context.Context, cl *cluster, step string, objs [
 			note("events of %s: %v", o.Ref(), err)
 		}
 		for _, pod := range b.podsOf(ctx, cl, o) {
+			if seenPod[pod.Namespace+"/"+pod.Name] {
+				continue
+			}
+			seenPod[pod.Namespace+"/"+pod.Name] = true
 			for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 				if err := b.logs(ctx, cl, base, pod, c.Name); err != nil {
 					note("logs of %s/%s/%s: %v", pod.Namespace, pod.Name, c.Name, err)

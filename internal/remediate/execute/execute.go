@@ -112,8 +112,9 @@ func Run(ctx context.Context, plan *remediate.Plan, opts Options) (*Result, erro
 			return res, &ForbiddenError{Missing: missing}
 		}
 	}
-	for _, inc := range plan.Incidents {
+	for i, inc := range plan.Incidents {
 		if err := e.incident(ctx, plan, inc, res); err != nil {
+			res.Open += len(plan.Incidents) - i
 			return res, err
 		}
 		if e.quit {
@@ -378,13 +379,13 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 	if st.Action == remediate.Observe {
 		return e.observe(ctx, cl, st)
 	}
-	restartedAt := ""
+	var v vals
 	if prev != nil {
-		restartedAt = prev.restartedAt
+		v = vals{restartedAt: prev.restartedAt, baseline: prev.baseline}
 	}
 	// A step an interrupted run began may already be written: verify it, never write twice.
 	if prev != nil && prev.phases[PhaseBegin] {
-		in, _, _, err := e.state(ctx, cl, st, restartedAt)
+		in, _, _, err := e.state(ctx, cl, st, v)
 		if err != nil {
 			return e.stop(st, err)
 		}
@@ -399,7 +400,7 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 				if err := e.record(st, PhaseApplied, "finished when resuming: "+describeWrites(writes), func(en *Entry) { en.Writes = writes }); err != nil {
 					return StatusFailed, err.Error(), err
 				}
-				return e.verify(ctx, cl, st, restartedAt)
+				return e.verify(ctx, cl, st, v)
 			}
 		}
 		if in {
@@ -409,7 +410,7 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 					return StatusFailed, err.Error(), err
 				}
 			}
-			return e.verify(ctx, cl, st, restartedAt)
+			return e.verify(ctx, cl, st, v)
 		}
 	}
 	ok, err := e.confirm(st)
@@ -420,12 +421,12 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		e.say("  [%d] declined", n)
 		return StatusDeclined, "declined at the prompt", e.record(st, PhaseDeclined, "declined at the prompt", nil)
 	}
-	if st.Action == remediate.RolloutRestart && restartedAt == "" {
-		restartedAt = time.Now().UTC().Format(time.RFC3339)
+	if st.Action == remediate.RolloutRestart && v.restartedAt == "" {
+		v.restartedAt = time.Now().UTC().Format(time.RFC3339)
 	}
 	if err := e.record(st, PhaseBegin, st.Change, func(en *Entry) {
 		s := st
-		en.Plan, en.RestartedAt = &s, restartedAt
+		en.Plan, en.RestartedAt = &s, v.restartedAt
 		if len(attempt) > 1 {
 			en.Attempt = attempt
 		}
@@ -433,15 +434,16 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		return StatusFailed, err.Error(), err
 	}
 	// backup, holding every object to the version the plan read
-	files, err := e.backup(ctx, cl, st)
+	files, baseline, err := e.backup(ctx, cl, st)
 	if err != nil {
 		return e.stop(st, err)
 	}
-	if err := e.record(st, PhaseBackup, strings.Join(files, ", "), nil); err != nil {
+	v.baseline = baseline
+	if err := e.record(st, PhaseBackup, strings.Join(files, ", "), func(en *Entry) { en.Baseline = baseline }); err != nil {
 		return StatusFailed, err.Error(), err
 	}
 	// server-side dry-run
-	if _, err := e.write(ctx, cl, st, true, restartedAt); err != nil {
+	if _, err := e.write(ctx, cl, st, true, v); err != nil {
 		return e.stop(st, err)
 	}
 	if err := e.record(st, PhaseDryRun, "the API server accepted the change (dryRun=All)", nil); err != nil {
@@ -453,7 +455,10 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		}
 	}
 	// the write, under the planned resourceVersion
-	writes, err := e.write(ctx, cl, st, false, restartedAt)
+	writes, err := e.write(ctx, cl, st, false, v)
+	if errors.Is(err, ErrKilled) {
+		return StatusFailed, err.Error(), err // a simulated kill: nothing more is journaled
+	}
 	if err != nil {
 		if len(writes) > 0 {
 			_ = e.record(st, PhaseFailed, "interrupted after "+describeWrites(writes)+": "+err.Error(), func(en *Entry) { en.Writes = writes })
@@ -464,7 +469,7 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 	if err := e.record(st, PhaseApplied, describeWrites(writes), func(en *Entry) { en.Writes = writes }); err != nil {
 		return StatusFailed, err.Error(), err
 	}
-	return e.verify(ctx, cl, st, restartedAt)
+	return e.verify(ctx, cl, st, v)
 }
 
 // stop ends a step on an error: a conflict or a guard refusal is journaled and explained, and
@@ -488,12 +493,12 @@ func (e *Executor) stop(st remediate.Step, err error) (string, string, error) {
 }
 
 // verify waits, up to the timeout, for the state to move as the step expects.
-func (e *Executor) verify(ctx context.Context, cl *cluster, st remediate.Step, restartedAt string) (string, string, error) {
+func (e *Executor) verify(ctx context.Context, cl *cluster, st remediate.Step, v vals) (string, string, error) {
 	n := e.numbers[st.ID]
 	deadline := time.Now().Add(e.opts.VerifyTimeout)
 	var why string
 	for {
-		_, ok, w, err := e.state(ctx, cl, st, restartedAt)
+		_, ok, w, err := e.state(ctx, cl, st, v)
 		if err != nil {
 			w = err.Error()
 		}
@@ -518,34 +523,38 @@ func (e *Executor) verify(ctx context.Context, cl *cluster, st remediate.Step, r
 
 // backup saves every object the step will write (before any write, once), with events and
 // logs as evidence, and holds each to what the plan read.
-func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) ([]string, error) {
+func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) ([]string, *int64, error) {
 	objs := append([]remediate.Object{}, st.Touches...)
 	if st.Action == remediate.HelmRollback {
 		manifest, err := e.targetManifest(cl, st)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		_, mobjs, err := e.manifestObjects(cl, st, manifest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		objs = append(objs, mobjs...)
 	}
 	var files []string
+	var baseline *int64
 	kept := 0
 	for i, o := range objs {
 		u, err := cl.read(ctx, o)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s for its backup: %w", o.Ref(), err)
+			return nil, nil, fmt.Errorf("reading %s for its backup: %w", o.Ref(), err)
 		}
 		if i < len(st.Touches) {
 			if err := checkPlanned(st.ID, o, u); err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			if i == 0 && u != nil {
+				baseline = baselineOf(st, u)
 			}
 		}
 		f, k, err := e.backups.saveObject(st.ID, o, u)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if k {
 			kept++
@@ -563,7 +572,7 @@ func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) (
 	for _, n := range notes {
 		e.say("      evidence not saved: %s", n)
 	}
-	return files, nil
+	return files, baseline, nil
 }
 
 // observe is the first rung: save the incident's objects, events and logs.

@@ -41,6 +41,8 @@ type guardedSecrets struct {
 	expect  map[string]string
 	writes  []Write
 	lastErr error
+	// afterWrite journals each write as it is made (and runs the test hook).
+	afterWrite func(Write) error
 }
 
 func (g *guardedSecrets) object(name string) remediate.Object {
@@ -62,6 +64,9 @@ func (g *guardedSecrets) Create(ctx context.Context, s *corev1.Secret, opts meta
 	if !g.dry {
 		g.writes = append(g.writes, Write{Cluster: g.cluster, APIVersion: "v1", Kind: "Secret", Namespace: g.namespace, Name: s.Name, Op: "create", After: out.ResourceVersion, UID: string(out.UID)})
 		g.expect[s.Name] = out.ResourceVersion
+		if err := g.hook(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -88,8 +93,22 @@ func (g *guardedSecrets) Update(ctx context.Context, s *corev1.Secret, opts meta
 	if !g.dry {
 		g.writes = append(g.writes, Write{Cluster: g.cluster, APIVersion: "v1", Kind: "Secret", Namespace: g.namespace, Name: s.Name, Op: "update", Before: rv, After: out.ResourceVersion, UID: string(out.UID)})
 		g.expect[s.Name] = out.ResourceVersion
+		if err := g.hook(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+func (g *guardedSecrets) hook() error {
+	if g.afterWrite == nil {
+		return nil
+	}
+	if err := g.afterWrite(g.writes[len(g.writes)-1]); err != nil {
+		g.lastErr = err
+		return err
+	}
+	return nil
 }
 
 func (g *guardedSecrets) Delete(context.Context, string, metav1.DeleteOptions) error {
@@ -99,6 +118,7 @@ func (g *guardedSecrets) Delete(context.Context, string, metav1.DeleteOptions) e
 // storageFor opens Helm's storage on a namespace's Secrets, writes guarded.
 func (e *Executor) storageFor(cl *cluster, st remediate.Step, dry bool, expect map[string]string) (*storage.Storage, *guardedSecrets) {
 	gs := &guardedSecrets{SecretInterface: cl.kube.CoreV1().Secrets(st.Helm.Namespace), cluster: cl.name, namespace: st.Helm.Namespace, step: st.ID, dry: dry, expect: expect}
+	gs.afterWrite = func(w Write) error { return e.wrote(st, w) }
 	return storage.Init(driver.NewSecrets(gs)), gs
 }
 
@@ -117,6 +137,9 @@ func (e *Executor) helmErr(st remediate.Step, gs *guardedSecrets, name string, e
 	cause := gs.lastErr
 	if cause == nil {
 		cause = err
+	}
+	if errors.Is(cause, ErrKilled) {
+		return ErrKilled
 	}
 	var ge *remediate.GuardError
 	if errors.As(cause, &ge) {
@@ -432,6 +455,9 @@ func (e *Executor) applyManifest(ctx context.Context, cl *cluster, st remediate.
 			op = "create"
 		}
 		writes = append(writes, writeOf(o, op, before, out))
+		if err := e.wrote(st, writes[len(writes)-1]); err != nil {
+			return writes, err
+		}
 	}
 	return writes, nil
 }

@@ -12,6 +12,7 @@ const (
 	PhaseBegin      = "begin"      // about to start: the step as planned
 	PhaseBackup     = "backup"     // objects, events and logs saved; preconditions held
 	PhaseDryRun     = "dry-run"    // the server accepted the writes with dryRun=All
+	PhaseWrite      = "write"      // one object written (a line per write, as it happens)
 	PhaseApplied    = "applied"    // the writes were made
 	PhaseVerified   = "verified"   // terminal: the state moved
 	PhaseUnverified = "unverified" // terminal: written, but the state did not move in time
@@ -31,6 +32,9 @@ type Hooks struct {
 	AfterPhase func(ctx context.Context, step remediate.Step, phase string) error
 	// BeforeApply runs after the dry-run and before the write.
 	BeforeApply func(ctx context.Context, step remediate.Step) error
+	// AfterWrite runs after each object a step writes (a Helm rollback writes several); an
+	// error stops the run there, mid-step, as a process killed between two writes would.
+	AfterWrite func(ctx context.Context, step remediate.Step, w Write) error
 }
 
 // ErrKilled is what a test hook returns to simulate the process being killed.

@@ -39,6 +39,10 @@ type Entry struct {
 	Attempt []remediate.Step `json:"attempt,omitempty"`
 	// RestartedAt is the rollout-restart value chosen when the step began.
 	RestartedAt string `json:"restartedAt,omitempty"`
+	// Baseline is, on backup lines, the status field a resync or restart waits on as read
+	// before the write (observedGeneration, agentDeployedGeneration): verification wants it to
+	// move, not merely to be high.
+	Baseline *int64 `json:"baseline,omitempty"`
 }
 
 // Write is one object written by a step.
@@ -136,6 +140,7 @@ type stepState struct {
 	phases      map[string]bool
 	terminal    string // verified, unverified, abandoned ("" if not finished)
 	restartedAt string
+	baseline    *int64
 	writes      []Write
 }
 
@@ -161,6 +166,9 @@ func states(entries []Entry) map[string]*stepState {
 		}
 		if e.RestartedAt != "" {
 			s.restartedAt = e.RestartedAt
+		}
+		if e.Baseline != nil {
+			s.baseline = e.Baseline
 		}
 		s.writes = append(s.writes, e.Writes...)
 		if terminal(e.Phase) && s.terminal == "" {

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+
+	"github.com/unstick-dev/unstick/internal/catalog"
+	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/serve"
+	"github.com/unstick-dev/unstick/internal/source"
+)
+
+type serveOptions struct {
+	s Streams
+	g *globalOptions
+
+	listen     string
+	resync     time.Duration
+	debounce   time.Duration
+	interval   time.Duration
+	thresholds []string
+	catalog    string
+	kube       *kubeFlags
+	// clusterName names the cluster of the pod's ServiceAccount (in-cluster, no kubeconfig).
+	clusterName string
+	kubeUsed    bool
+
+	cat *catalog.Catalog
+	th  *check.Thresholds
+}
+
+func newServeCmd(s Streams, g *globalOptions) *cobra.Command {
+	o := &serveOptions{s: s, g: g, kube: newKubeFlags()}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Watch the fleet continuously: Prometheus metrics, health endpoints and a dashboard",
+		Long: `Keeps informer caches of the clusters of the selected contexts (in a pod: its ServiceAccount)
+— only the kinds and namespaces the checks need, managedFields dropped — and runs every check
+again when something changes (debounced by --debounce) and every --interval, so a threshold
+crossed by time alone (an agent that stopped checking in) is seen without any change.
+
+Endpoints on --listen:
+  /                 the dashboard: incidents first, then one row per cluster (auto-refreshing)
+  /api/v1/findings  the last evaluation as JSON (the shape of 'unstick scan -o json')
+  /metrics          Prometheus metrics: unstick_findings{id,severity,cluster},
+                    unstick_fleet_agent_heartbeat_age_seconds, unstick_fleet_agent_drift_seconds,
+                    unstick_helm_release_pending_seconds, unstick_suc_plan_stuck_seconds,
+                    unstick_node_cordoned_seconds, scan duration and errors, build info
+  /healthz          200 while the process runs
+  /readyz           200 once every cache has synced and the first evaluation is done
+
+Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unstick.
+In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
+--cluster-name. Pod logs and registries are not read in this mode: checks that classify logs or probe images
+judge from events, conditions and statuses.`,
+		Example: `  # The current context, dashboard on http://127.0.0.1:9090/
+  unstick serve
+
+  # A management cluster and two downstream clusters, reachable from other hosts
+  unstick serve --context rancher --context prod-eu-1 --context prod-us-1 --listen :9090
+
+  # Treat a Helm release as stuck after 5 minutes
+  unstick serve --threshold helm.pendingAfter=5m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.kubeUsed = o.kube.used(cmd.Flags())
+			if err := o.complete(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:9090", "address to serve the dashboard, /metrics and the health endpoints on")
+	f.DurationVar(&o.resync, "resync", 10*time.Minute, "informer resync period (0 disables it)")
+	f.DurationVar(&o.debounce, "debounce", 500*time.Millisecond, "wait this long for changes to settle before evaluating again")
+	f.DurationVar(&o.interval, "interval", 30*time.Second, "evaluate at least this often, so ages and time thresholds move without changes")
+	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable; see 'unstick explain ID')")
+	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
+	f.StringVar(&o.clusterName, "cluster-name", "in-cluster", "in a pod without a kubeconfig: the name of this cluster in metrics and reports")
+	o.kube.addFlags(f)
+	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
+	return cmd
+}
+
+func (o *serveOptions) complete() error {
+	var err error
+	if o.cat, err = catalog.LoadWithOverrides(o.catalog); err != nil {
+		return usageErrorf("--catalog: %v", err)
+	}
+	cfg, err := o.g.config()
+	if err != nil {
+		return err
+	}
+	if o.cat, o.th, err = o.g.applyConfig(cfg, o.cat); err != nil {
+		return err
+	}
+	for _, kv := range o.thresholds {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usageErrorf("--threshold %q: want NAME=VALUE, e.g. helm.pendingAfter=5m", kv)
+		}
+		if err := o.th.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return usageErrorf("--threshold: %v", err)
+		}
+	}
+	if o.debounce < 0 || o.interval <= 0 || o.resync < 0 {
+		return usageErrorf("--debounce and --resync must not be negative, --interval must be positive")
+	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return usageErrorf("--listen %q: %v", o.listen, err)
+	}
+	return nil
+}
+
+func (o *serveOptions) run(ctx context.Context) error {
+	targets, err := o.kube.targets()
+	if err != nil {
+		// In a pod (the Helm chart, the Fleet bundle) there is no kubeconfig: the pod's
+		// ServiceAccount reads its own cluster.
+		cfg, ierr := rest.InClusterConfig()
+		if ierr != nil || o.kubeUsed {
+			return err
+		}
+		targets = []source.Target{{Name: o.clusterName, Server: cfg.Host, Config: cfg}}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := serve.New(serve.Options{
+		Targets: targets, Registry: reg, Catalog: o.cat, Thresholds: o.th,
+		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- hs.Serve(ln) }()
+	fmt.Fprintf(o.s.ErrOut, "unstick serve: watching %d cluster(s); dashboard on http://%s/\n", len(targets), ln.Addr())
+	runErr := make(chan error, 1)
+	go func() { runErr <- srv.Run(ctx) }()
+	select {
+	case err = <-runErr:
+	case err = <-httpErr:
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	case <-ctx.Done():
+	}
+	cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	_ = hs.Shutdown(sctx)
+	return err
+}

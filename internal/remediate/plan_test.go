@@ -1,0 +1,267 @@
+package remediate_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unstick-dev/unstick/internal/catalog"
+	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/imageref"
+	"github.com/unstick-dev/unstick/internal/remediate"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+	"github.com/unstick-dev/unstick/internal/source"
+)
+
+var at = time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC)
+
+func scenario(name string) string { return filepath.Join("..", "..", "testdata", "scenarios", name) }
+
+func load(t *testing.T, dir string) (*snapshot.Snapshot, *check.Context) {
+	t.Helper()
+	snap, err := (&source.Offline{Path: dir}).Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap, &check.Context{Snap: snap, Now: at, Thresholds: check.NewThresholds(cat), Catalog: cat}
+}
+
+func plan(t *testing.T, dir string, o remediate.Options) *remediate.Plan {
+	t.Helper()
+	snap, ctx := load(t, dir)
+	incidents, _, _ := check.Evaluate(ctx, check.Filter{})
+	return remediate.Build(remediate.Input{Snap: snap, Incidents: incidents, Options: o})
+}
+
+func actions(p *remediate.Plan) []remediate.Action {
+	var out []remediate.Action
+	for _, s := range p.Steps() {
+		out = append(out, s.Action)
+	}
+	return out
+}
+
+// The agent's pending release, seen from both sides: Fleet is asked to redeploy the agent
+// first (low), the Helm rollback comes next (medium, above the default cap), observe first of
+// all. Every mutating step names its precondition, verification and command.
+func TestPlanPendingAgentRelease(t *testing.T) {
+	p := plan(t, scenario("fleet/agent-pending-upgrade-incident"), remediate.Options{MaxRisk: remediate.Low})
+	if got, want := actions(p), []remediate.Action{remediate.Observe, remediate.RedeployAgent, remediate.HelmRollback}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("steps %v, want %v", got, want)
+	}
+	inc := p.Incidents[0]
+	if inc.RootCause.FindingID != "helm/release-pending" {
+		t.Errorf("root cause %s", inc.RootCause.FindingID)
+	}
+	redeploy, rollback := inc.Attempts[1].Steps[0], inc.Attempts[2].Steps[0]
+	if redeploy.Cluster != "local" || redeploy.Target.Name != "c-m-8k2lq" || redeploy.Generation != redeploy.Previous+1 {
+		t.Errorf("redeploy step %+v", redeploy)
+	}
+	if !strings.Contains(redeploy.Commands[0], `"redeployAgentGeneration":`) || redeploy.Target.ResourceVersion == "" {
+		t.Errorf("redeploy command %q, precondition rv %q", redeploy.Commands, redeploy.Target.ResourceVersion)
+	}
+	if inc.Attempts[1].AboveMaxRisk || !inc.Attempts[2].AboveMaxRisk {
+		t.Errorf("only the medium rollback is above --max-risk low")
+	}
+	h := rollback.Helm
+	if h.Current != 5 || h.Target != 4 || h.NewRevision != 6 || h.CurrentStatus != "pending-upgrade" || h.TargetStatus != "deployed" {
+		t.Errorf("rollback %+v", h)
+	}
+	if rollback.Commands[0] != "helm --kube-context prod-eu-1 -n cattle-fleet-system rollback fleet-agent-c-m-8k2lq 4" {
+		t.Errorf("rollback command %q", rollback.Commands[0])
+	}
+	var touched []string
+	for _, o := range rollback.Touches {
+		touched = append(touched, o.Name+map[bool]string{true: " (create)", false: " @" + o.ResourceVersion}[o.Create])
+	}
+	want := []string{"sh.helm.release.v1.fleet-agent-c-m-8k2lq.v5 @64318723", "sh.helm.release.v1.fleet-agent-c-m-8k2lq.v4 @67312369", "sh.helm.release.v1.fleet-agent-c-m-8k2lq.v6 (create)"}
+	if !reflect.DeepEqual(touched, want) {
+		t.Errorf("rollback touches %v, want %v", touched, want)
+	}
+	for _, s := range p.Steps() {
+		if s.Action.Mutating() && (s.Precondition == "" || s.Verify == "" || len(s.Commands) == 0 || len(s.Why) == 0 || s.Change == "") {
+			t.Errorf("step %s lacks a precondition, verification, command, reason or change: %+v", s.ID, s)
+		}
+	}
+	// Raising the cap lets the rollback run.
+	if p := plan(t, scenario("fleet/agent-pending-upgrade-incident"), remediate.Options{MaxRisk: remediate.Medium}); p.Incidents[0].Attempts[2].AboveMaxRisk {
+		t.Errorf("the rollback is within --max-risk medium")
+	}
+}
+
+// With only a pending revision and nothing before it, the only repair is marking it failed
+// (high); a pending release with an earlier revision, even failed, is rolled back to it.
+func TestPlanReleaseWithNothingDeployed(t *testing.T) {
+	p := plan(t, scenario("helm/no-deployed-release-positive"), remediate.Options{MaxRisk: remediate.High})
+	got := map[string]remediate.Step{}
+	for _, s := range p.Steps() {
+		if s.Helm != nil {
+			got[s.Helm.Release] = s
+		}
+	}
+	if s := got["keycloak"]; s.Action != remediate.HelmMarkFailed || s.Risk != remediate.High {
+		t.Errorf("keycloak: %s at risk %s, want helm-mark-failed at high", s.Action, s.Risk)
+	}
+	// ingress-nginx's revision 6, the one `helm rollback` would pick, was pruned: the plan
+	// names the deployed revision explicitly, which Helm accepts.
+	if s := got["ingress-nginx"]; s.Action != remediate.HelmRollback || s.Risk != remediate.Medium || s.Helm.Target == s.Helm.Current-1 ||
+		!strings.HasSuffix(s.Commands[0], " rollback ingress-nginx "+strconv.Itoa(s.Helm.Target)) {
+		t.Errorf("ingress-nginx: %s at risk %s to revision %d (%v), want a medium rollback naming the deployed revision", s.Action, s.Risk, s.Helm.Target, s.Commands)
+	}
+}
+
+// The SUC chain is patch → delete the Plan's unfinished Jobs → remove the blocking label, one
+// attempt; it runs only with an image the registry confirmed for every node's platform.
+func TestPlanSUCImageChain(t *testing.T) {
+	const good = "registry.local/rancher/kubectl:v1.30.3"
+	ok := imageref.Facts{Ref: good, Status: imageref.OK, Digest: "sha256:" + strings.Repeat("a", 64), Index: true,
+		Platforms: []imageref.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}}
+	dir := scenario("suc/image-missing-kubectl-tag")
+	choice := []remediate.ImageChoice{{Plan: "node-maintenance", Stage: "upgrade", Ref: good}}
+	for _, tc := range []struct {
+		name    string
+		choices []remediate.ImageChoice
+		facts   map[string]imageref.Facts
+		blocked string
+	}{
+		{"verified", choice, map[string]imageref.Facts{good: ok}, ""},
+		{"no --image", nil, nil, "needs the image to patch in"},
+		{"not asked", choice, nil, "was not checked against its registry"},
+		{"missing", choice, map[string]imageref.Facts{good: {Ref: good, Status: imageref.Missing, Error: "MANIFEST_UNKNOWN"}}, `answered "missing"`},
+		{"unreachable", choice, map[string]imageref.Facts{good: {Ref: good, Status: imageref.Unreachable}}, `answered "unreachable"`},
+		{"arm64 only", choice, map[string]imageref.Facts{good: {Ref: good, Status: imageref.OK, Platforms: []imageref.Platform{{OS: "linux", Architecture: "arm64"}}}}, "no build for linux/amd64"},
+		{"platforms unknown", choice, map[string]imageref.Facts{good: {Ref: good, Status: imageref.OK}}, "could not be read"},
+		{"untagged", []remediate.ImageChoice{{Stage: "upgrade", Ref: "registry.local/rancher/kubectl"}}, map[string]imageref.Facts{"registry.local/rancher/kubectl": ok}, "no tag or digest"},
+		{"other plan", []remediate.ImageChoice{{Plan: "k3s-agent", Stage: "upgrade", Ref: good}}, map[string]imageref.Facts{good: ok}, "needs the image to patch in"},
+		{"no prepare stage", []remediate.ImageChoice{{Stage: "prepare", Ref: good}}, map[string]imageref.Facts{good: ok}, "has no prepare container"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(t, dir, remediate.Options{MaxRisk: remediate.Medium, Images: tc.choices, ImageFacts: tc.facts})
+			want := []remediate.Action{remediate.Observe, remediate.PatchPlanImage, remediate.DeleteJob, remediate.DeleteJob, remediate.RemoveNodeLabel}
+			if got := actions(p); !reflect.DeepEqual(got, want) {
+				t.Fatalf("steps %v, want %v", got, want)
+			}
+			a := p.Incidents[0].Attempts[1]
+			if tc.blocked == "" {
+				if a.Blocked != "" || !a.Runnable() || a.Steps[0].Image.To != good {
+					t.Errorf("attempt blocked %q, patch to %q", a.Blocked, a.Steps[0].Image.To)
+				}
+			} else if !strings.Contains(a.Blocked, tc.blocked) {
+				t.Errorf("blocked %q, want it to say %q", a.Blocked, tc.blocked)
+			}
+			if a.Steps[3].Label != "plan.upgrade.cattle.io/node-maintenance" || a.Steps[3].Target.Name != "prod-eu-1-worker-2" {
+				t.Errorf("label step %+v", a.Steps[3])
+			}
+		})
+	}
+}
+
+// Step IDs identify the change, not the moment: the same snapshot plans the same IDs, and a
+// new resourceVersion changes the precondition but not the ID, so a rerun recognises a step.
+func TestStepIDsAreStable(t *testing.T) {
+	dir := scenario("fleet/agent-pending-upgrade-incident")
+	a := plan(t, dir, remediate.Options{MaxRisk: remediate.Medium})
+	snap, ctx := load(t, dir)
+	for _, s := range snap.Cluster("prod-eu-1").Secrets {
+		s.ResourceVersion += "1"
+	}
+	incidents, _, _ := check.Evaluate(ctx, check.Filter{})
+	b := remediate.Build(remediate.Input{Snap: snap, Incidents: incidents, Options: remediate.Options{MaxRisk: remediate.Medium}})
+	sa, sb := a.Steps(), b.Steps()
+	if len(sa) != len(sb) {
+		t.Fatalf("%d steps, then %d", len(sa), len(sb))
+	}
+	seen := map[string]bool{}
+	for i := range sa {
+		if sa[i].ID != sb[i].ID {
+			t.Errorf("step %d: ID %s, then %s", i, sa[i].ID, sb[i].ID)
+		}
+		if seen[sa[i].ID] {
+			t.Errorf("ID %s used twice", sa[i].ID)
+		}
+		seen[sa[i].ID] = true
+	}
+	if sa[2].Touches[0].ResourceVersion == sb[2].Touches[0].ResourceVersion {
+		t.Errorf("the precondition did not follow the new resourceVersion")
+	}
+}
+
+func TestPlanFilters(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "fleet-upgrade-stuck")
+	all := plan(t, dir, remediate.Options{MaxRisk: remediate.Low})
+	if len(all.Incidents) != 2 || len(all.Manual) != 1 {
+		t.Fatalf("%d incidents with steps, %d without; want 2 and 1", len(all.Incidents), len(all.Manual))
+	}
+	only := plan(t, dir, remediate.Options{MaxRisk: remediate.Low, Only: []string{"agent/"}})
+	if len(only.Incidents) != 1 || only.Incidents[0].RootCause.FindingID != "agent/crd-missing" {
+		t.Errorf("--only agent/: %+v", only.Incidents)
+	}
+	// A management-side symptom about the cluster keeps its incident.
+	byCluster := plan(t, dir, remediate.Options{MaxRisk: remediate.Low, Clusters: []string{"prod-eu-1"}})
+	if len(byCluster.Incidents) != 1 || byCluster.Incidents[0].RootCause.Cluster != "prod-eu-1" {
+		t.Errorf("--only-cluster prod-eu-1: %+v", byCluster.Incidents)
+	}
+}
+
+// No plan, for any scenario or the example fleet, ever names an object the guard forbids.
+func TestNoPlanTouchesGuardedObjects(t *testing.T) {
+	var dirs []string
+	_ = filepath.WalkDir(filepath.Join("..", "..", "testdata", "scenarios"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "expect.yaml" {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+		return nil
+	})
+	dirs = append(dirs, filepath.Join("..", "..", "examples", "fleet-upgrade-stuck"))
+	steps := 0
+	for _, dir := range dirs {
+		p := plan(t, dir, remediate.Options{MaxRisk: remediate.High})
+		for _, s := range p.Steps() {
+			steps++
+			for _, o := range s.Touches {
+				if err := remediate.Guard(o, "", nil); err != nil {
+					t.Errorf("%s: step %s: %v", dir, s.ID, err)
+				}
+			}
+		}
+	}
+	if steps < 30 {
+		t.Errorf("only %d steps planned over %d bundles: the test would not catch much", steps, len(dirs))
+	}
+}
+
+// Every ID the planner has a rule for is in the catalogue, and its ladder offers at least one
+// rung the rule turns into a step (otherwise the rule is dead).
+func TestRulesMatchTheCatalogue(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range remediate.Rules() {
+		e, ok := cat.Get(id)
+		if !ok {
+			t.Errorf("rule for %s, which is not in the catalogue", id)
+			continue
+		}
+		automatable := false
+		for _, r := range e.Ladder {
+			for _, c := range r.Commands {
+				for _, sig := range []string{"redeployAgentGeneration", "forceSyncGeneration", "rollout restart", " rollback ", "status=failed", "patch plans.upgrade.cattle.io", "delete job", "label node", "kubectl uncordon"} {
+					automatable = automatable || strings.Contains(c, sig)
+				}
+			}
+		}
+		if !automatable {
+			t.Errorf("%s has a rule but its ladder offers nothing unstick can do", id)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package serve
+
+import (
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+)
+
+// metrics are serve's Prometheus series, registered on the registry the caller passes in.
+// The per-finding series are collected from the last evaluation at scrape time, so a scrape
+// never sees an evaluation half-published. The *_seconds gauges are ages as of the last
+// evaluation, for every object in the state (not only those past a threshold): the alert
+// rules hold the thresholds.
+type metrics struct {
+	last         func() *state
+	findings     *prometheus.Desc
+	heartbeatAge *prometheus.Desc
+	drift        *prometheus.Desc
+	helmPending  *prometheus.Desc
+	planStuck    *prometheus.Desc
+	nodeCordoned *prometheus.Desc
+	scanErrors   *prometheus.Desc
+
+	scanDuration prometheus.Histogram
+	evaluations  prometheus.Counter
+	lastEval     prometheus.Gauge
+	cachesSynced prometheus.Gauge
+	buildInfo    *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer, version string, last func() *state) *metrics {
+	m := &metrics{
+		last: last,
+		findings: prometheus.NewDesc("unstick_findings",
+			"Findings of the last evaluation, by catalogue ID, severity and the cluster they are about.", []string{"id", "severity", "cluster"}, nil),
+		heartbeatAge: prometheus.NewDesc("unstick_fleet_agent_heartbeat_age_seconds",
+			"Seconds since the Fleet agent of the cluster last checked in (status.agent.lastSeen; since creation when never).", []string{"cluster"}, nil),
+		drift: prometheus.NewDesc("unstick_fleet_agent_drift_seconds",
+			"Seconds the Fleet agent the controller wants has not been the one deployed (absent when they match).", []string{"cluster"}, nil),
+		helmPending: prometheus.NewDesc("unstick_helm_release_pending_seconds",
+			"Seconds the newest revision of a Helm release has been pending-install, pending-upgrade or pending-rollback.", []string{"cluster", "namespace", "release"}, nil),
+		planStuck: prometheus.NewDesc("unstick_suc_plan_stuck_seconds",
+			"Seconds a system-upgrade-controller Plan has made no progress on its selected nodes.", []string{"cluster", "plan"}, nil),
+		nodeCordoned: prometheus.NewDesc("unstick_node_cordoned_seconds",
+			"Seconds a node has been cordoned with no upgrade Job running on it.", []string{"cluster", "node"}, nil),
+		scanErrors: prometheus.NewDesc("unstick_scan_errors",
+			"Things the last evaluation could not read or judge (forbidden, not served, a failed check), by cluster.", []string{"cluster"}, nil),
+		scanDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unstick_scan_duration_seconds",
+			Help: "Time to build a snapshot from the caches and run every check.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
+		evaluations: prometheus.NewCounter(prometheus.CounterOpts{Name: "unstick_evaluations_total",
+			Help: "Evaluations run (on change, debounced, and on the timer)."}),
+		lastEval: prometheus.NewGauge(prometheus.GaugeOpts{Name: "unstick_last_evaluation_timestamp_seconds",
+			Help: "When the last evaluation judged the fleet (Unix time)."}),
+		cachesSynced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "unstick_caches_synced",
+			Help: "1 once every informer cache has completed its first list."}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "unstick_build_info",
+			Help: "Always 1; the labels say which unstick is running."}, []string{"version", "goversion"}),
+	}
+	reg.MustRegister(m, m.scanDuration, m.evaluations, m.lastEval, m.cachesSynced, m.buildInfo)
+	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	return m
+}
+
+// Describe implements prometheus.Collector for the per-finding series.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: the series of the last evaluation.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	st := m.last()
+	if st == nil {
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	type fkey struct{ id, sev, cluster string }
+	counts := map[fkey]int{}
+	for _, f := range st.report.Findings {
+		counts[fkey{f.ID, f.Severity.String(), about(f)}]++
+	}
+	for k, n := range counts {
+		gauge(m.findings, float64(n), k.id, k.sev, k.cluster)
+	}
+	now := st.report.EvaluatedAt
+	seen := map[string]bool{} // one series per label set, the oldest
+	ages := map[string]float64{}
+	type series struct {
+		d      *prometheus.Desc
+		labels []string
+	}
+	var order []string
+	keyed := map[string]series{}
+	for _, f := range st.ages {
+		if f.Since == nil {
+			continue
+		}
+		age := max(now.Sub(*f.Since).Seconds(), 0)
+		var s series
+		switch f.ID {
+		case "fleet/agent-heartbeat-stale":
+			s = series{m.heartbeatAge, []string{about(f)}}
+		case "fleet/agent-upgrade-stuck":
+			s = series{m.drift, []string{about(f)}}
+		case "helm/release-pending":
+			rel := f.Vars["release"]
+			if rel == "" {
+				rel = f.Object.Name
+			}
+			s = series{m.helmPending, []string{f.Cluster, f.Object.Namespace, rel}}
+		case "suc/plan-stuck":
+			s = series{m.planStuck, []string{f.Cluster, f.Object.Name}}
+		case "suc/node-left-cordoned":
+			s = series{m.nodeCordoned, []string{f.Cluster, f.Object.Name}}
+		default:
+			continue
+		}
+		k := f.ID + "\x00" + strings.Join(s.labels, "\x00")
+		if !seen[k] {
+			seen[k] = true
+			order = append(order, k)
+			keyed[k] = s
+		}
+		ages[k] = max(ages[k], age)
+	}
+	for _, k := range order {
+		gauge(keyed[k].d, ages[k], keyed[k].labels...)
+	}
+	errs := map[string]int{}
+	for _, c := range st.report.Clusters {
+		errs[c.Name] = 0
+	}
+	for _, e := range st.report.Errors {
+		errs[e.Cluster]++
+	}
+	for c, n := range errs {
+		gauge(m.scanErrors, float64(n), c)
+	}
+}
+
+// about is the cluster a finding is about: the downstream cluster of a management-side
+// finding, else the cluster it was found on.
+func about(f finding.Finding) string {
+	if f.Affects != "" {
+		return f.Affects
+	}
+	return f.Cluster
+}
+
+// observe records one evaluation's cost and time; its series are collected from the state.
+func (m *metrics) observe(now time.Time, took time.Duration) {
+	m.scanDuration.Observe(took.Seconds())
+	m.evaluations.Inc()
+	m.lastEval.Set(float64(now.Unix()))
+}

@@ -1,0 +1,288 @@
+// Package serve is `unstick serve`: informer-backed caches of every watched cluster, the
+// checks re-run on change (debounced) and on a timer (a heartbeat going stale changes no
+// object), the result exported as Prometheus metrics, a JSON API and a small dashboard.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/unstick-dev/unstick/internal/catalog"
+	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/report"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+	"github.com/unstick-dev/unstick/internal/source"
+)
+
+// Options configure a Server. Targets, Registry, Catalog and Thresholds are required.
+type Options struct {
+	Targets []source.Target
+	// Registry receives serve's metrics and is what /metrics serves: no global registry.
+	Registry   *prometheus.Registry
+	Catalog    *catalog.Catalog
+	Thresholds *check.Thresholds
+	// Clock is the time evaluations judge at; time.Now when nil. Tests inject one to age a
+	// heartbeat without waiting.
+	Clock func() time.Time
+	// Debounce is how long the caches must be quiet after a change before the checks run
+	// again (at most 5× that under constant churn). Default 500ms.
+	Debounce time.Duration
+	// Interval re-evaluates with no change at all, so thresholds crossed by time alone are
+	// seen. Default 30s.
+	Interval time.Duration
+	// Resync is the informers' resync period; 0 disables it.
+	Resync  time.Duration
+	Log     *slog.Logger
+	Version string
+}
+
+// Server watches the targets and keeps the latest evaluation.
+type Server struct {
+	o       Options
+	metrics *metrics
+	watches []*clusterWatch
+	changed chan struct{}
+
+	mu    sync.RWMutex
+	last  *state
+	ready bool
+	// evaluated is closed and replaced after each evaluation (tests wait on it).
+	evaluated chan struct{}
+}
+
+// state is one evaluation.
+type state struct {
+	report *report.Report
+	// ages are the findings of a pass with the age thresholds at their minimum: every
+	// pending release, drifting agent, stuck plan and cordoned node, with its since.
+	ages []finding.Finding
+	took time.Duration
+}
+
+// ageIDs are the findings whose since feeds a *_seconds gauge, with the threshold that
+// otherwise hides them while they are young.
+var ageIDs = map[string]string{
+	"fleet/agent-heartbeat-stale": "fleet.heartbeatStaleAfter",
+	"fleet/agent-upgrade-stuck":   "fleet.agentUpgradeStuckAfter",
+	"helm/release-pending":        "helm.pendingAfter",
+	"suc/plan-stuck":              "suc.planStuckAfter",
+	"suc/node-left-cordoned":      "suc.nodeCordonedAfter",
+}
+
+// New prepares a server; Run starts it.
+func New(o Options) (*Server, error) {
+	if len(o.Targets) == 0 {
+		return nil, errors.New("no cluster to watch: no kubeconfig context selected")
+	}
+	if o.Registry == nil || o.Catalog == nil || o.Thresholds == nil {
+		return nil, errors.New("serve: Registry, Catalog and Thresholds are required")
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = 500 * time.Millisecond
+	}
+	if o.Interval <= 0 {
+		o.Interval = 30 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := &Server{o: o, changed: make(chan struct{}, 1), evaluated: make(chan struct{})}
+	s.metrics = newMetrics(o.Registry, o.Version, s.snapshotState)
+	for _, t := range o.Targets {
+		w, err := newClusterWatch(t, o.Resync, s.poke)
+		if err != nil {
+			return nil, err
+		}
+		s.watches = append(s.watches, w)
+	}
+	return s, nil
+}
+
+// poke says a cache changed; it never blocks an informer.
+func (s *Server) poke() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Run starts the informers and evaluates until ctx ends. A cluster that cannot be reached at
+// start is reported under errors and the others are watched; if none can be, Run fails.
+func (s *Server) Run(ctx context.Context) error {
+	var failed []finding.ScanError
+	for _, w := range s.watches {
+		if err := w.start(ctx); err != nil {
+			s.o.Log.Error("cannot watch", "cluster", w.t.Name, "err", err)
+			failed = append(failed, finding.ScanError{Cluster: w.t.Name, Message: err.Error()})
+		}
+	}
+	if len(failed) == len(s.watches) {
+		return fmt.Errorf("no cluster could be watched: %s", failed[0].Message)
+	}
+	// Wait for the first lists before judging: a half-filled cache would report findings
+	// (a missing CRD, an absent agent) that are not there.
+	start := time.Now()
+	for !s.synced() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	s.o.Log.Info("caches synced", "clusters", len(s.watches), "took", time.Since(start).Round(time.Millisecond))
+	s.metrics.cachesSynced.Set(1)
+	s.evaluate(failed)
+	s.mu.Lock()
+	s.ready = true
+	s.mu.Unlock()
+
+	tick := time.NewTicker(s.o.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			s.evaluate(failed)
+		case <-s.changed:
+			s.debounce(ctx)
+			s.evaluate(failed)
+		}
+	}
+}
+
+// debounce waits until no change came for Debounce, or 5×Debounce passed since the first.
+func (s *Server) debounce(ctx context.Context) {
+	limit := time.NewTimer(5 * s.o.Debounce)
+	defer limit.Stop()
+	for {
+		quiet := time.NewTimer(s.o.Debounce)
+		select {
+		case <-ctx.Done():
+			quiet.Stop()
+			return
+		case <-limit.C:
+			quiet.Stop()
+			return
+		case <-quiet.C:
+			return
+		case <-s.changed:
+			quiet.Stop()
+		}
+	}
+}
+
+func (s *Server) synced() bool {
+	for _, w := range s.watches {
+		if w.served != nil && !w.synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// evaluate builds a snapshot from the caches, runs every check, and publishes the result.
+func (s *Server) evaluate(unreachable []finding.ScanError) {
+	start := time.Now()
+	now := s.o.Clock().UTC()
+	b := snapshot.NewBuilder()
+	b.SetCollectedAt(now)
+	for _, w := range s.watches {
+		if w.served == nil {
+			b.DeclareCluster(snapshot.ClusterInfo{Name: w.t.Name, Server: w.t.Server})
+			continue
+		}
+		w.feed(b)
+	}
+	for _, e := range unreachable {
+		b.Error(e)
+	}
+	snap := b.Build()
+	ctx := &check.Context{Snap: snap, Now: now, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog}
+	incidents, fs, errs := check.Evaluate(ctx, check.Filter{})
+	rep := report.New(snap, now, incidents, fs, errs)
+	st := &state{report: rep, ages: s.ages(snap, now)}
+	st.took = time.Since(start)
+	s.o.Log.Debug("evaluated", "findings", len(rep.Findings), "incidents", len(rep.Incidents), "took", st.took)
+	s.mu.Lock()
+	s.last = st
+	s.metrics.observe(now, st.took)
+	close(s.evaluated)
+	s.evaluated = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// ages runs the checks behind the *_seconds gauges once more with their thresholds at 1ns,
+// so every pending release or drifting agent is measured from the moment it started, not
+// only once it is old enough to be a finding.
+func (s *Server) ages(snap *snapshot.Snapshot, now time.Time) []finding.Finding {
+	th := check.NewThresholds(s.o.Catalog)
+	for _, n := range s.o.Thresholds.Names() {
+		_ = th.Set(n, s.o.Thresholds.Value(n))
+	}
+	for _, name := range ageIDs {
+		if err := th.Set(name, "1ns"); err != nil {
+			s.o.Log.Error("threshold", "err", err)
+		}
+	}
+	var checks []check.Check
+	for _, c := range check.All() {
+		for _, id := range c.Emits {
+			if _, ok := ageIDs[id]; ok {
+				checks = append(checks, c)
+				break
+			}
+		}
+	}
+	res := check.Run(&check.Context{Snap: snap, Now: now, Thresholds: th, Catalog: s.o.Catalog}, checks)
+	var out []finding.Finding
+	for _, f := range res.Findings {
+		if _, ok := ageIDs[f.ID]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Ready reports whether the caches synced and the first evaluation is done.
+func (s *Server) Ready() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.ready
+}
+
+// Report is the latest evaluation (nil before the first).
+func (s *Server) Report() *report.Report {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.last == nil {
+		return nil
+	}
+	return s.last.report
+}
+
+// Evaluated returns a channel closed by the next evaluation.
+func (s *Server) Evaluated() <-chan struct{} {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.evaluated
+}
+
+func (s *Server) snapshotState() *state {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.last
+}

@@ -1,0 +1,305 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+	"github.com/unstick-dev/unstick/internal/source"
+)
+
+// wellKnownNamespaces are watched when the namespaces themselves cannot be listed.
+var wellKnownNamespaces = []string{"cattle-fleet-system", "cattle-fleet-local-system", "cattle-system", "system-upgrade", "kube-system"}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// clusterWatch keeps informer caches of one cluster: exactly the kinds of the live scan's
+// resource table (source.Resources), the namespaced ones only in the watched namespaces, each
+// object trimmed of managedFields before it is stored.
+type clusterWatch struct {
+	t        source.Target
+	resync   time.Duration
+	onChange func()
+
+	dyn    dynamic.Interface
+	meta   metadata.Interface
+	served map[schema.GroupVersionResource]bool
+	// static are the problems found at start (kinds not served, namespaces forbidden); they
+	// are reported with every evaluation, as a scan would report them.
+	static []finding.ScanError
+
+	mu        sync.Mutex
+	informers []watched
+	nsStarted map[string]bool
+	nsInf     cache.SharedIndexInformer // nil when namespaces are forbidden
+	stop      <-chan struct{}
+}
+
+type watched struct {
+	res source.Resource
+	inf cache.SharedIndexInformer
+}
+
+func newClusterWatch(t source.Target, resync time.Duration, onChange func()) (*clusterWatch, error) {
+	cfg := rest.CopyConfig(t.Config)
+	cfg.QPS, cfg.Burst = 50, 100
+	// A watch is long-lived: the scan's overall timeout must not cut it.
+	cfg.Timeout = 0
+	w := &clusterWatch{t: t, resync: resync, onChange: onChange, nsStarted: map[string]bool{}}
+	var err error
+	if w.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("context %s: %w", t.Name, err)
+	}
+	if w.meta, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("context %s: %w", t.Name, err)
+	}
+	return w, nil
+}
+
+// start discovers what the server serves and starts the informers; they run until ctx ends.
+func (w *clusterWatch) start(ctx context.Context) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(w.t.Config)
+	if err != nil {
+		return fmt.Errorf("context %s: %w", w.t.Name, err)
+	}
+	_, lists, err := dc.ServerGroupsAndResources()
+	if err != nil && len(lists) == 0 {
+		return fmt.Errorf("context %s: cannot reach the API server %s: %w", w.t.Name, w.t.Server, err)
+	}
+	if err != nil {
+		w.static = append(w.static, finding.ScanError{Cluster: w.t.Name, Message: "discovery was partial: " + err.Error()})
+	}
+	w.served = map[schema.GroupVersionResource]bool{}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, ar := range l.APIResources {
+			w.served[gv.WithResource(ar.Name)] = true
+		}
+	}
+	w.stop = ctx.Done()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, res := range source.Resources() {
+		if !w.served[res.GVR] {
+			if !res.Optional {
+				w.static = append(w.static, finding.ScanError{Cluster: w.t.Name, Message: fmt.Sprintf("%s are not served by this API server; checks that need them were skipped", res.GVR.Resource)})
+			}
+			continue
+		}
+		if res.ClusterScoped || res.AllNamespaces {
+			w.startInformer(res, metav1.NamespaceAll, nil)
+		}
+	}
+	// Namespaced kinds are watched per watched namespace, as they appear.
+	_, err = w.dyn.Resource(namespacesGVR).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsForbidden(err):
+		w.static = append(w.static, finding.ScanError{Cluster: w.t.Name, Message: "cannot list namespaces (forbidden); watching only the well-known ones"})
+		for _, ns := range wellKnownNamespaces {
+			w.startNamespaceLocked(ns)
+		}
+	case err != nil:
+		return fmt.Errorf("context %s: listing namespaces: %w", w.t.Name, err)
+	default:
+		// One informer per kind across all namespaces, keeping only the watched namespaces'
+		// objects: a management cluster has a cluster-fleet-* namespace per downstream
+		// cluster, and an informer per kind per namespace would be tens of thousands of
+		// watches.
+		for _, res := range source.Resources() {
+			if !res.ClusterScoped && !res.AllNamespaces && w.served[res.GVR] {
+				w.startInformer(res, metav1.NamespaceAll, source.WatchedNamespace)
+			}
+		}
+		inf := w.informer(namespacesGVR, metav1.NamespaceAll, "", false, nil)
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.Name) {
+					w.onChange()
+				}
+			},
+			UpdateFunc: func(_, obj any) {
+				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.Name) {
+					w.onChange()
+				}
+			},
+			DeleteFunc: func(any) { w.onChange() },
+		})
+		w.nsInf = inf
+		go inf.Run(w.stop)
+	}
+	return nil
+}
+
+// startNamespaceLocked starts the informers of the namespaced kinds in ns, once.
+func (w *clusterWatch) startNamespaceLocked(ns string) {
+	if w.nsStarted[ns] {
+		return
+	}
+	w.nsStarted[ns] = true
+	for _, res := range source.Resources() {
+		if res.ClusterScoped || res.AllNamespaces || !w.served[res.GVR] {
+			continue
+		}
+		w.startInformer(res, ns, nil)
+	}
+}
+
+// startInformer watches one kind in ns (all namespaces when empty); keep, when set, says
+// which namespaces' objects are kept: the others are cached as bare names and never wake
+// an evaluation.
+func (w *clusterWatch) startInformer(res source.Resource, ns string, keep func(string) bool) {
+	inf := w.informer(res.GVR, ns, res.Selector, res.MetaOnly, keep)
+	kept := func(obj any) bool {
+		c, ok := obj.(*cachedObject)
+		return !ok || c.raw != nil
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if kept(obj) {
+				w.onChange()
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if kept(obj) {
+				w.onChange()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if kept(obj) {
+				w.onChange()
+			}
+		},
+	})
+	w.informers = append(w.informers, watched{res: res, inf: inf})
+	go inf.Run(w.stop)
+}
+
+// informer builds a shared informer over a plain LIST (paginated when the server pages) and
+// WATCH, storing compacted objects. WatchList streaming is turned off: against a server
+// holding tens of thousands of objects of one kind its initial stream kept timing out
+// ("awaiting required bookmark event") and restarting, and memory grew with each restart.
+func (w *clusterWatch) informer(gvr schema.GroupVersionResource, ns, selector string, metaOnly bool, keep func(string) bool) cache.SharedIndexInformer {
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
+	lw := &listWatch{}
+	var example runtime.Object = &unstructured.Unstructured{}
+	if metaOnly {
+		example = &metav1.PartialObjectMetadata{}
+		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return w.meta.Resource(gvr).Namespace(ns).List(ctx, o)
+		}
+		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return w.meta.Resource(gvr).Namespace(ns).Watch(ctx, o)
+		}
+	} else {
+		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return w.dyn.Resource(gvr).Namespace(ns).List(ctx, o)
+		}
+		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return w.dyn.Resource(gvr).Namespace(ns).Watch(ctx, o)
+		}
+	}
+	inf := cache.NewSharedIndexInformer(lw, example, w.resync, cache.Indexers{})
+	_ = inf.SetTransform(func(obj any) (any, error) { return compact(obj, keep) })
+	return inf
+}
+
+// listWatch is a ListWatch that says it does not do WatchList semantics.
+type listWatch struct{ cache.ListWatch }
+
+func (*listWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// synced reports whether every informer has completed its first list.
+func (w *clusterWatch) synced() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.nsInf != nil && !w.nsInf.HasSynced() {
+		return false
+	}
+	for _, x := range w.informers {
+		if !x.inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// feed writes the cached objects into a snapshot builder, as the live scan's lists would.
+func (w *clusterWatch) feed(b *snapshot.Builder) {
+	b.DeclareCluster(snapshot.ClusterInfo{Name: w.t.Name, Server: w.t.Server})
+	for _, e := range w.static {
+		b.Error(e)
+	}
+	w.mu.Lock()
+	informers := append([]watched(nil), w.informers...)
+	nsInf := w.nsInf
+	w.mu.Unlock()
+	src := "live " + w.t.Name
+	if nsInf != nil {
+		for _, obj := range nsInf.GetStore().List() {
+			if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.Name) {
+				w.addRaw(b, src, "v1", "Namespace", c.raw)
+			}
+		}
+	}
+	crds := false
+	for _, x := range informers {
+		items := x.inf.GetStore().List()
+		// A stable order keeps the snapshot (and so the report) stable between evaluations.
+		sort.Slice(items, func(i, j int) bool { return storeKey(items[i]) < storeKey(items[j]) })
+		for _, obj := range items {
+			if c, ok := obj.(*cachedObject); ok && c.raw != nil {
+				w.addRaw(b, src, x.res.GVR.GroupVersion().String(), x.res.Kind, c.raw)
+			}
+		}
+		if x.res.Kind == "CustomResourceDefinition" && x.inf.HasSynced() {
+			crds = true
+		}
+	}
+	if crds {
+		b.MarkCRDsCollected(w.t.Name)
+	}
+}
+
+func storeKey(obj any) string {
+	k, _ := cache.MetaNamespaceKeyFunc(obj)
+	return k
+}
+
+func (w *clusterWatch) addRaw(b *snapshot.Builder, src, apiVersion, kind string, raw []byte) {
+	var h snapshot.Header
+	if err := json.Unmarshal(raw, &h); err != nil {
+		b.Error(finding.ScanError{Cluster: w.t.Name, Message: fmt.Sprintf("decoding a %s: %v", kind, err)})
+		return
+	}
+	// Metadata-only objects (Contents) come as PartialObjectMetadata: name them as the
+	// resource they are.
+	h.APIVersion, h.Kind = apiVersion, kind
+	if err := b.AddJSON(w.t.Name, src, &h, raw); err != nil {
+		b.Error(finding.ScanError{Cluster: w.t.Name, Message: err.Error()})
+	}
+}
