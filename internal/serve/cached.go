@@ -59,3 +59,19 @@ func compact(obj any, keep func(string) bool) (any, error) {
 	}
 	return obj, nil
 }
+
+// cachedList is a listed page set, already compacted, as the informers' reflector wants it.
+type cachedList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []*cachedObject
+}
+
+func (l *cachedList) DeepCopyObject() runtime.Object {
+	out := &cachedList{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	for _, it := range l.Items {
+		out.Items = append(out.Items, it.DeepCopyObject().(*cachedObject))
+	}
+	return out
+}

@@ -205,22 +205,57 @@ func (w *clusterWatch) informer(gvr schema.GroupVersionResource, ns, selector st
 	var example runtime.Object = &unstructured.Unstructured{}
 	if metaOnly {
 		example = &metav1.PartialObjectMetadata{}
-		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			tweak(&o)
-			return w.meta.Resource(gvr).Namespace(ns).List(ctx, o)
-		}
 		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
 			return w.meta.Resource(gvr).Namespace(ns).Watch(ctx, o)
 		}
 	} else {
-		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			tweak(&o)
-			return w.dyn.Resource(gvr).Namespace(ns).List(ctx, o)
-		}
 		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
 			return w.dyn.Resource(gvr).Namespace(ns).Watch(ctx, o)
+		}
+	}
+	// The initial list is read page by page from etcd (not in one piece from the watch
+	// cache) and each page is compacted before the next is read, so the full list never
+	// sits in memory as decoded maps.
+	lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		tweak(&o)
+		o.ResourceVersion, o.ResourceVersionMatch, o.Limit = "", "", 500
+		out := &cachedList{}
+		for {
+			var items []any
+			var meta metav1.ListMeta
+			if metaOnly {
+				l, err := w.meta.Resource(gvr).Namespace(ns).List(ctx, o)
+				if err != nil {
+					return nil, err
+				}
+				for i := range l.Items {
+					items = append(items, &l.Items[i])
+				}
+				meta = l.ListMeta
+			} else {
+				l, err := w.dyn.Resource(gvr).Namespace(ns).List(ctx, o)
+				if err != nil {
+					return nil, err
+				}
+				for i := range l.Items {
+					items = append(items, &l.Items[i])
+				}
+				meta = metav1.ListMeta{ResourceVersion: l.GetResourceVersion(), Continue: l.GetContinue()}
+			}
+			for _, it := range items {
+				c, err := compact(it, keep)
+				if err != nil {
+					return nil, err
+				}
+				out.Items = append(out.Items, c.(*cachedObject))
+			}
+			out.ResourceVersion = meta.ResourceVersion
+			if meta.Continue == "" {
+				return out, nil
+			}
+			o.Continue = meta.Continue
 		}
 	}
 	inf := cache.NewSharedIndexInformer(lw, example, w.resync, cache.Indexers{})

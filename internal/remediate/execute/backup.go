@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -346,12 +345,4 @@ func writeNew(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-// relPath shows a backup path relative to the directory for messages.
-func relPath(dir, p string) string {
-	if r, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(r, "..") {
-		return r
-	}
-	return p
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -377,7 +378,7 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		return StatusFailed, err.Error(), err
 	}
 	if st.Action == remediate.Observe {
-		return e.observe(ctx, cl, st)
+		return e.observe(ctx, st)
 	}
 	var v vals
 	if prev != nil {
@@ -576,7 +577,7 @@ func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) (
 }
 
 // observe is the first rung: save the incident's objects, events and logs.
-func (e *Executor) observe(ctx context.Context, cl *cluster, st remediate.Step) (string, string, error) {
+func (e *Executor) observe(ctx context.Context, st remediate.Step) (string, string, error) {
 	if err := e.record(st, PhaseBegin, st.Change, func(en *Entry) { s := st; en.Plan = &s }); err != nil {
 		return StatusFailed, err.Error(), err
 	}
@@ -597,8 +598,7 @@ func (e *Executor) observe(ctx context.Context, cl *cluster, st remediate.Step) 
 		}
 		notes = append(notes, e.backups.evidence(ctx, c, st.ID, byCluster[name], true)...)
 	}
-	_ = cl
-	msg := fmt.Sprintf("saved %d object(s) with their events and logs under %s", len(st.Evidence), relPath(e.opts.BackupDir, e.opts.BackupDir+"/"+evidenceDir))
+	msg := fmt.Sprintf("saved %d object(s) with their events and logs under %s", len(st.Evidence), filepath.Join(e.opts.BackupDir, evidenceDir, e.opts.Run))
 	e.say("  [%d] observe: %s", e.numbers[st.ID], msg)
 	for _, n := range notes {
 		e.say("      evidence not saved: %s", n)

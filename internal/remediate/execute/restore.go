@@ -167,6 +167,9 @@ func restoreOne(ctx context.Context, o RestoreOptions, it *restoreItem) RestoreO
 		return fail("reading it: %v", err)
 	}
 	// Did anyone change it after unstick's last write?
+	if it.last.Op == "delete" && live != nil && string(live.GetUID()) == it.last.UID && live.GetDeletionTimestamp() != nil {
+		return fail("unstick's delete is still pending (finalizers %v): it can be re-created once it is gone", live.GetFinalizers())
+	}
 	switch {
 	case it.last.Op == "delete" && live != nil && !o.Force:
 		return fail("it exists again (uid %s, created after unstick deleted it); --force replaces it with the backup", live.GetUID())

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFixUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fix", "--from", example, "--apply"}, "can only be printed"},
+		{[]string{"fix", "--from", example, "--yes"}, "--yes answers --apply's prompts"},
+		{[]string{"fix", "--from", example, "--backup-dir", "x"}, "without --apply nothing is written"},
+		{[]string{"fix", "--from", example, "--max-risk", "extreme"}, "--max-risk"},
+		{[]string{"fix", "--from", example, "--max-risk", "none"}, "--max-risk"},
+		{[]string{"fix", "--from", example, "--image", "rancher/kubectl:v1.30.3"}, "want STAGE=IMAGE"},
+		{[]string{"fix", "--from", example, "--image", "drain=rancher/kubectl:v1.30.3"}, "drain uses the controller's kubectl image"},
+		{[]string{"fix", "--from", example, "--only", "helm/release-pendng"}, "did you mean helm/release-pending"},
+		{[]string{"fix", "--from", example, "-o", "yaml"}, "unknown output format"},
+		{[]string{"restore", filepath.Join(example, "no-such-dir")}, "not a backup directory"},
+	} {
+		_, errOut, code := run(t, tc.args...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// fix on the example fleet prints the ladder of each incident and changes nothing (it is an
+// offline bundle); the JSON form is the same plan.
+func TestFixPlansTheExampleFleet(t *testing.T) {
+	out, errOut, code := run(t, "fix", "--from", example, "--now", "2026-11-28T09:30:00Z", "--offline-registry")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"Fix plan: 2 incident(s), 5 step(s); max risk low. Nothing is changed without --apply.",
+		"Incident 1: helm/release-pending on prod-eu-1",
+		`kubectl --context local -n fleet-default patch clusters.fleet.cattle.io c-m-4x7kq2zt --type merge -p '{"spec":{"redeployAgentGeneration":3}}'`,
+		"helm --kube-context prod-eu-1 -n cattle-fleet-system rollback fleet-agent-c-m-4x7kq2zt 3",
+		"above --max-risk low: not run",
+		"kubectl --context prod-us-1 -n cattle-fleet-system rollout restart deployment/fleet-agent",
+		"No automatic fix (1):",
+		"pod/unschedulable-taints on edge-arm-1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan does not say %q:\n%s", want, out)
+		}
+	}
+	jout, _, code := run(t, "fix", "--from", example, "--now", "2026-11-28T09:30:00Z", "--offline-registry", "-o", "json", "--max-risk", "medium")
+	if code != 0 {
+		t.Fatalf("-o json exit %d", code)
+	}
+	var p struct {
+		SchemaVersion string `json:"schemaVersion"`
+		MaxRisk       string `json:"maxRisk"`
+		Incidents     []struct {
+			Attempts []struct {
+				AboveMaxRisk bool `json:"aboveMaxRisk"`
+				Steps        []struct {
+					ID, Action, Rung, Risk string
+					Commands               []string
+				} `json:"steps"`
+			} `json:"attempts"`
+		} `json:"incidents"`
+	}
+	if err := json.Unmarshal([]byte(jout), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.SchemaVersion != "1" || p.MaxRisk != "medium" || len(p.Incidents) != 2 {
+		t.Errorf("JSON plan: schema %q, maxRisk %q, %d incidents", p.SchemaVersion, p.MaxRisk, len(p.Incidents))
+	}
+	for _, inc := range p.Incidents {
+		for _, a := range inc.Attempts {
+			if a.AboveMaxRisk {
+				t.Errorf("nothing in the example is above --max-risk medium")
+			}
+		}
+	}
+	// Release payloads never appear in a plan: only the Secrets' names.
+	b, err := os.ReadFile(filepath.Join(example, "clusters", "prod-eu-1", "cattle-fleet-system", "secrets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "release: ") && len(l) > 80 {
+			checked++
+			if strings.Contains(out+jout, l[len("release: "):][:60]) {
+				t.Errorf("a release payload was printed")
+			}
+		}
+	}
+	if checked == 0 {
+		t.Errorf("no release payload found to look for")
+	}
+}
