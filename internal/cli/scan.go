@@ -171,16 +171,7 @@ func (o *scanOptions) complete() error {
 	if o.cat, o.th, err = o.g.applyConfig(o.cfg, o.cat); err != nil {
 		return err
 	}
-	for _, kv := range o.thresholds {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return usageErrorf("--threshold %q: want NAME=VALUE, e.g. helm.pendingAfter=5m", kv)
-		}
-		if err := o.th.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
-			return usageErrorf("--threshold: %v", err)
-		}
-	}
-	return nil
+	return setThresholds(o.th, o.thresholds, "helm.pendingAfter=5m")
 }
 
 func (o *scanOptions) validate() error {
