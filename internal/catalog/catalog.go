@@ -174,7 +174,7 @@ func (c *Catalog) Suggest(id string) []string {
 	}
 	var s []scored
 	for _, k := range c.ids {
-		d := levenshtein(strings.ToLower(id), k)
+		d := EditDistance(strings.ToLower(id), k)
 		if id != "" && (strings.Contains(k, strings.ToLower(id))) {
 			d = 0
 		}
@@ -198,7 +198,8 @@ func (c *Catalog) suggestSuffix(id string) string {
 	return ""
 }
 
-func levenshtein(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, for "did you mean" suggestions.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/finding"
 )
 
@@ -368,7 +369,7 @@ func closest(key string, known []string) string {
 	}
 	var cs []cand
 	for _, k := range known {
-		if d := editDistance(strings.ToLower(key), k); d <= 2 {
+		if d := catalog.EditDistance(strings.ToLower(key), k); d <= 2 {
 			cs = append(cs, cand{k, d})
 		}
 	}
@@ -377,24 +378,4 @@ func closest(key string, known []string) string {
 		return ""
 	}
 	return cs[0].k
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
