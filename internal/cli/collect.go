@@ -32,8 +32,10 @@ unstick-bundle.yaml with the collection time, the clusters and what was redacted
 
 Redacted by default: Secret payloads (Helm release Secrets keep only a re-encoded record of
 their metadata — name, revision, status, times, chart — never values or manifests),
-ConfigMap values, environment values whose names look secret, and
-last-applied-configuration annotations.`,
+ConfigMap values and container environment values (except the system-upgrade-controller
+settings SYSTEM_UPGRADE_*, which the checks read), last-applied-configuration annotations,
+and credentials in log lines (bearer tokens, passwords, tokens, passwords in URLs). What was
+redacted is printed and listed in unstick-bundle.yaml.`,
 		Example: `  # The current context, as a tar.gz to attach to a ticket
   unstick collect -o fleet-$(date +%F).tar.gz
 

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,9 @@ import (
 	"github.com/unstick-dev/unstick/internal/serve"
 	"github.com/unstick-dev/unstick/internal/source"
 )
+
+// serveGCPercent is serve's garbage-collection target (GOGC) unless the environment sets one.
+const serveGCPercent = 50
 
 type serveOptions struct {
 	s Streams
@@ -62,7 +66,11 @@ Endpoints on --listen:
 Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unstick.
 In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
 --cluster-name. Pod logs and registries are not read in this mode: checks that classify logs or probe images
-judge from events, conditions and statuses.`,
+judge from events, conditions and statuses.
+
+Memory: serve keeps every watched object decoded once, trimmed and with shared strings, and
+runs Go's garbage collector at GOGC=50 unless GOGC is set (set GOMEMLIMIT too in a container;
+the Helm chart sets it from the memory limit).`,
 		Example: `  # The current context, dashboard on http://127.0.0.1:9090/
   unstick serve
 
@@ -105,14 +113,8 @@ func (o *serveOptions) complete() error {
 	if o.cat, o.th, err = o.g.applyConfig(cfg, o.cat); err != nil {
 		return err
 	}
-	for _, kv := range o.thresholds {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return usageErrorf("--threshold %q: want NAME=VALUE, e.g. helm.pendingAfter=5m", kv)
-		}
-		if err := o.th.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
-			return usageErrorf("--threshold: %v", err)
-		}
+	if err := setThresholds(o.th, o.thresholds, "helm.pendingAfter=5m"); err != nil {
+		return err
 	}
 	if o.debounce < 0 || o.interval <= 0 || o.resync < 0 {
 		return usageErrorf("--debounce and --resync must not be negative, --interval must be positive")
@@ -133,6 +135,13 @@ func (o *serveOptions) run(ctx context.Context) error {
 			return err
 		}
 		targets = []source.Target{{Name: o.clusterName, Server: cfg.Host, Config: cfg}}
+	}
+	// serve holds its caches for as long as it runs and allocates little between
+	// evaluations: a tighter garbage-collection target keeps its resident memory near what
+	// the caches need (at 5,000 Fleet clusters, ~260 MiB instead of ~500 MiB at Go's default
+	// of 100) for a little more CPU. GOGC and GOMEMLIMIT, when set, win.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -2,9 +2,9 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"sync"
 	"time"
 
@@ -54,8 +54,16 @@ type clusterWatch struct {
 
 type watched struct {
 	res source.Resource
+	ns  string
 	inf cache.SharedIndexInformer
+	// forbidden holds the message of a list the server refused (RBAC); it is reported while
+	// the informer has not synced. Such an informer would never sync, and serve must not wait on it forever — a scan
+	// reports the missing permission and goes on, and so does serve.
+	forbidden *atomic.Pointer[string]
 }
+
+// done reports whether the informer has listed, or was refused and says so.
+func (x watched) done() bool { return x.inf.HasSynced() || x.forbidden.Load() != nil }
 
 func newClusterWatch(t source.Target, resync time.Duration, onChange func()) (*clusterWatch, error) {
 	cfg := rest.CopyConfig(t.Config)
@@ -131,15 +139,15 @@ func (w *clusterWatch) start(ctx context.Context) error {
 				w.startInformer(res, metav1.NamespaceAll, source.WatchedNamespace)
 			}
 		}
-		inf := w.informer(namespacesGVR, metav1.NamespaceAll, "", false, nil)
+		inf := w.informer(namespacesGVR, "Namespace", metav1.NamespaceAll, "", false, nil)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
-				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.Name) {
+				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.name) {
 					w.onChange()
 				}
 			},
 			UpdateFunc: func(_, obj any) {
-				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.Name) {
+				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.name) {
 					w.onChange()
 				}
 			},
@@ -169,10 +177,10 @@ func (w *clusterWatch) startNamespaceLocked(ns string) {
 // which namespaces' objects are kept: the others are cached as bare names and never wake
 // an evaluation.
 func (w *clusterWatch) startInformer(res source.Resource, ns string, keep func(string) bool) {
-	inf := w.informer(res.GVR, ns, res.Selector, res.MetaOnly, keep)
+	inf := w.informer(res.GVR, res.Kind, ns, res.Selector, res.MetaOnly, keep)
 	kept := func(obj any) bool {
 		c, ok := obj.(*cachedObject)
-		return !ok || c.raw != nil
+		return !ok || c.kept()
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -191,7 +199,22 @@ func (w *clusterWatch) startInformer(res source.Resource, ns string, keep func(s
 			}
 		},
 	})
-	w.informers = append(w.informers, watched{res: res, inf: inf})
+	x := watched{res: res, ns: ns, inf: inf, forbidden: &atomic.Pointer[string]{}}
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) {
+			where := "all namespaces"
+			if res.ClusterScoped {
+				where = "cluster scope"
+			} else if ns != "" {
+				where = "namespace " + ns
+			}
+			msg := fmt.Sprintf("forbidden: cannot list %s in %s (grant it with deploy/rbac/scan.yaml); checks that need them judged without them", res.GVR.Resource, where)
+			x.forbidden.Store(&msg)
+			w.onChange()
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err) // logs, and the reflector retries with backoff
+	})
+	w.informers = append(w.informers, x)
 	go inf.Run(w.stop)
 }
 
@@ -199,7 +222,8 @@ func (w *clusterWatch) startInformer(res source.Resource, ns string, keep func(s
 // WATCH, storing compacted objects. WatchList streaming is turned off: against a server
 // holding tens of thousands of objects of one kind its initial stream kept timing out
 // ("awaiting required bookmark event") and restarting, and memory grew with each restart.
-func (w *clusterWatch) informer(gvr schema.GroupVersionResource, ns, selector string, metaOnly bool, keep func(string) bool) cache.SharedIndexInformer {
+func (w *clusterWatch) informer(gvr schema.GroupVersionResource, kind, ns, selector string, metaOnly bool, keep func(string) bool) cache.SharedIndexInformer {
+	apiVersion := gvr.GroupVersion().String()
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 	lw := &listWatch{}
 	var example runtime.Object = &unstructured.Unstructured{}
@@ -245,7 +269,7 @@ func (w *clusterWatch) informer(gvr schema.GroupVersionResource, ns, selector st
 				meta = metav1.ListMeta{ResourceVersion: l.GetResourceVersion(), Continue: l.GetContinue()}
 			}
 			for _, it := range items {
-				c, err := compact(it, keep)
+				c, err := compact(it, apiVersion, kind, keep)
 				if err != nil {
 					return nil, err
 				}
@@ -259,7 +283,7 @@ func (w *clusterWatch) informer(gvr schema.GroupVersionResource, ns, selector st
 		}
 	}
 	inf := cache.NewSharedIndexInformer(lw, example, w.resync, cache.Indexers{})
-	_ = inf.SetTransform(func(obj any) (any, error) { return compact(obj, keep) })
+	_ = inf.SetTransform(func(obj any) (any, error) { return compact(obj, apiVersion, kind, keep) })
 	return inf
 }
 
@@ -276,14 +300,14 @@ func (w *clusterWatch) synced() bool {
 		return false
 	}
 	for _, x := range w.informers {
-		if !x.inf.HasSynced() {
+		if !x.done() {
 			return false
 		}
 	}
 	return true
 }
 
-// feed writes the cached objects into a snapshot builder, as the live scan's lists would.
+// feed adds the cached objects to a snapshot builder, as the live scan's lists would.
 func (w *clusterWatch) feed(b *snapshot.Builder) {
 	b.DeclareCluster(snapshot.ClusterInfo{Name: w.t.Name, Server: w.t.Server})
 	for _, e := range w.static {
@@ -294,47 +318,43 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	nsInf := w.nsInf
 	w.mu.Unlock()
 	src := "live " + w.t.Name
-	if nsInf != nil {
-		for _, obj := range nsInf.GetStore().List() {
-			if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.Name) {
-				w.addRaw(b, src, "v1", "Namespace", c.raw)
+	add := func(items []any, keep func(*cachedObject) bool) {
+		cached := make([]*cachedObject, 0, len(items))
+		for _, obj := range items {
+			if c, ok := obj.(*cachedObject); ok && c.kept() && (keep == nil || keep(c)) {
+				cached = append(cached, c)
 			}
 		}
+		// A stable order keeps the snapshot (and so the report) stable between evaluations.
+		sort.Slice(cached, func(i, j int) bool {
+			if cached[i].namespace != cached[j].namespace {
+				return cached[i].namespace < cached[j].namespace
+			}
+			return cached[i].name < cached[j].name
+		})
+		for _, c := range cached {
+			if c.err != nil {
+				b.Error(finding.ScanError{Cluster: w.t.Name, Message: c.err.Error()})
+				continue
+			}
+			b.Add(w.t.Name, src, c.obj)
+		}
+	}
+	if nsInf != nil {
+		add(nsInf.GetStore().List(), func(c *cachedObject) bool { return source.WatchedNamespace(c.name) })
 	}
 	crds := false
 	for _, x := range informers {
-		items := x.inf.GetStore().List()
-		// A stable order keeps the snapshot (and so the report) stable between evaluations.
-		sort.Slice(items, func(i, j int) bool { return storeKey(items[i]) < storeKey(items[j]) })
-		for _, obj := range items {
-			if c, ok := obj.(*cachedObject); ok && c.raw != nil {
-				w.addRaw(b, src, x.res.GVR.GroupVersion().String(), x.res.Kind, c.raw)
-			}
+		if msg := x.forbidden.Load(); msg != nil && !x.inf.HasSynced() {
+			b.Error(finding.ScanError{Cluster: w.t.Name, Message: *msg})
+			continue
 		}
+		add(x.inf.GetStore().List(), nil)
 		if x.res.Kind == "CustomResourceDefinition" && x.inf.HasSynced() {
 			crds = true
 		}
 	}
 	if crds {
 		b.MarkCRDsCollected(w.t.Name)
-	}
-}
-
-func storeKey(obj any) string {
-	k, _ := cache.MetaNamespaceKeyFunc(obj)
-	return k
-}
-
-func (w *clusterWatch) addRaw(b *snapshot.Builder, src, apiVersion, kind string, raw []byte) {
-	var h snapshot.Header
-	if err := json.Unmarshal(raw, &h); err != nil {
-		b.Error(finding.ScanError{Cluster: w.t.Name, Message: fmt.Sprintf("decoding a %s: %v", kind, err)})
-		return
-	}
-	// Metadata-only objects (Contents) come as PartialObjectMetadata: name them as the
-	// resource they are.
-	h.APIVersion, h.Kind = apiVersion, kind
-	if err := b.AddJSON(w.t.Name, src, &h, raw); err != nil {
-		b.Error(finding.ScanError{Cluster: w.t.Name, Message: err.Error()})
 	}
 }

@@ -111,14 +111,20 @@ func (h *Header) IsList() bool {
 // AddJSON decodes one object (never a List: the caller expands those) of any kind into the
 // cluster's typed sets. src says where it came from, for evidence and errors.
 func (b *Builder) AddJSON(cluster, src string, h *Header, raw []byte) error {
-	obj, err := decodeTyped(h, raw)
+	o, err := Prepare(h, raw)
 	if err != nil {
-		return fmt.Errorf("%s %s/%s: %w", h.Kind, h.Metadata.Namespace, h.Metadata.Name, err)
+		return err
 	}
+	b.Add(cluster, src, o)
+	return nil
+}
+
+// Add puts an object decoded by Prepare into the cluster's typed sets. The same Object may
+// be added to many snapshots: nothing here or downstream changes it.
+func (b *Builder) Add(cluster, src string, o *Object) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.cluster(cluster)
-	return b.addLocked(c, src, h, obj)
+	b.addLocked(b.cluster(cluster), src, o)
 }
 
 // AddLog records a container log tail.
@@ -231,6 +237,58 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 	return target, nil
 }
 
+// Object is one object decoded into the type unstick keeps for its kind, trimmed of what no
+// check reads and of every Secret payload. It is immutable once Prepare returns it, so a
+// long-running source (serve) decodes an object once per change, not once per evaluation.
+type Object struct {
+	APIVersion, Kind, Namespace, Name string
+
+	key  string
+	obj  any
+	helm *helmrelease.Release // the release record of a Helm release Secret
+}
+
+// Prepare decodes one object (never a List) and trims it: managedFields, ConfigMap values
+// other than controller settings, Secret payloads (a Helm release Secret keeps its decoded
+// release metadata), Bundle resources, CRD schemas.
+func Prepare(h *Header, raw []byte) (*Object, error) {
+	obj, err := decodeTyped(h, raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", h.Kind, h.Metadata.Namespace, h.Metadata.Name, err)
+	}
+	return finish(h.APIVersion, h.Kind, h.Metadata.Namespace, h.Metadata.Name, obj), nil
+}
+
+// finish trims a decoded object (see Prepare) and wraps it.
+func finish(apiVersion, kind, namespace, name string, obj any) *Object {
+	o := &Object{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name, key: Key(kind, namespace, name)}
+	switch t := obj.(type) {
+	case *corev1.Event:
+		normaliseSeries(t)
+	case *corev1.ConfigMap:
+		t.Data = keysOnly(t.Data, suc.EnvPrefix)
+		t.BinaryData = nil
+	case *corev1.Secret:
+		if t.Type == helmrelease.SecretType || strings.HasPrefix(t.Name, helmrelease.SecretPrefix) {
+			o.helm = helmrelease.FromSecret(t.Name, t.Namespace, t.Labels, t.Data["release"])
+		}
+		for k := range t.Data {
+			t.Data[k] = nil // payloads never leave the loader
+		}
+		t.StringData = nil
+	case *crdView:
+		v := &CRD{Name: t.Metadata.Name, Group: t.Spec.Group, Kind: t.Spec.Names.Kind, Plural: t.Spec.Names.Plural, StoredVersions: t.Status.StoredVersions}
+		for _, ver := range t.Spec.Versions {
+			v.Versions = append(v.Versions, CRDVersion{Name: ver.Name, Served: ver.Served, Storage: ver.Storage})
+		}
+		obj = v
+	case *fleetv1.Bundle:
+		t.Spec.Resources = nil // payload: not needed, can be large
+	}
+	o.obj = obj
+	return o
+}
+
 type fleetContent struct{ name string }
 
 // decodeSecret reads a Secret whose data values may not be valid base64 (a hand-edited or
@@ -283,82 +341,65 @@ func coreEvent(ev *eventsv1.Event) *corev1.Event {
 	return out
 }
 
-func (b *Builder) addLocked(c *Cluster, src string, h *Header, obj any) error {
-	ns, name := h.Metadata.Namespace, h.Metadata.Name
-	key := Key(h.Kind, ns, name)
-	if _, dup := c.objIndex[key]; dup {
+func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
+	if _, dup := c.objIndex[o.key]; dup {
 		// The same object twice (a dump and a list, say): the first copy wins.
-		return nil
+		return
 	}
-	switch o := obj.(type) {
+	switch t := o.obj.(type) {
 	case *corev1.Pod:
-		c.Pods = append(c.Pods, o)
+		c.Pods = append(c.Pods, t)
 	case *corev1.Node:
-		c.Nodes = append(c.Nodes, o)
+		c.Nodes = append(c.Nodes, t)
 	case *corev1.Event:
-		normaliseSeries(o)
-		c.Events = append(c.Events, o)
+		c.Events = append(c.Events, t)
 	case *corev1.Namespace:
-		c.Namespaces = append(c.Namespaces, o)
+		c.Namespaces = append(c.Namespaces, t)
 	case *corev1.ConfigMap:
-		o.Data = keysOnly(o.Data, suc.EnvPrefix)
-		o.BinaryData = nil
-		c.ConfigMaps = append(c.ConfigMaps, o)
+		c.ConfigMaps = append(c.ConfigMaps, t)
 	case *corev1.Secret:
-		if o.Type == helmrelease.SecretType || strings.HasPrefix(o.Name, helmrelease.SecretPrefix) {
-			r := helmrelease.FromSecret(o.Name, o.Namespace, o.Labels, o.Data["release"])
+		if r := o.helm; r != nil {
 			if r.PayloadError != nil {
 				file, line := splitSource(src)
 				b.errors = append(b.errors, finding.ScanError{Cluster: c.Name, File: file, Line: line,
-					Message: fmt.Sprintf("Helm release Secret %s/%s: %v (using its labels only)", o.Namespace, o.Name, r.PayloadError)})
+					Message: fmt.Sprintf("Helm release Secret %s/%s: %v (using its labels only)", t.Namespace, t.Name, r.PayloadError)})
 			}
 			c.HelmReleases = append(c.HelmReleases, r)
 		}
-		for k := range o.Data {
-			o.Data[k] = nil // payloads never leave the loader
-		}
-		o.StringData = nil
-		c.Secrets = append(c.Secrets, o)
+		c.Secrets = append(c.Secrets, t)
 	case *corev1.ResourceQuota:
-		c.ResourceQuotas = append(c.ResourceQuotas, o)
+		c.ResourceQuotas = append(c.ResourceQuotas, t)
 	case *appsv1.Deployment:
-		c.Deployments = append(c.Deployments, o)
+		c.Deployments = append(c.Deployments, t)
 	case *appsv1.ReplicaSet:
-		c.ReplicaSets = append(c.ReplicaSets, o)
+		c.ReplicaSets = append(c.ReplicaSets, t)
 	case *appsv1.DaemonSet:
-		c.DaemonSets = append(c.DaemonSets, o)
+		c.DaemonSets = append(c.DaemonSets, t)
 	case *batchv1.Job:
-		c.Jobs = append(c.Jobs, o)
-	case *crdView:
-		v := &CRD{Name: o.Metadata.Name, Group: o.Spec.Group, Kind: o.Spec.Names.Kind, Plural: o.Spec.Names.Plural, StoredVersions: o.Status.StoredVersions}
-		for _, ver := range o.Spec.Versions {
-			v.Versions = append(v.Versions, CRDVersion{Name: ver.Name, Served: ver.Served, Storage: ver.Storage})
-		}
-		c.CRDs = append(c.CRDs, v)
+		c.Jobs = append(c.Jobs, t)
+	case *CRD:
+		c.CRDs = append(c.CRDs, t)
 		c.CRDsCollected = true
-		obj = v
 	case *fleetv1.Cluster:
-		c.FleetClusters = append(c.FleetClusters, o)
+		c.FleetClusters = append(c.FleetClusters, t)
 	case *fleetv1.Bundle:
-		o.Spec.Resources = nil // payload: not needed, can be large
-		c.Bundles = append(c.Bundles, o)
+		c.Bundles = append(c.Bundles, t)
 	case *fleetv1.BundleDeployment:
-		c.BundleDeployments = append(c.BundleDeployments, o)
+		c.BundleDeployments = append(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
-		c.ClusterRegistrations = append(c.ClusterRegistrations, o)
+		c.ClusterRegistrations = append(c.ClusterRegistrations, t)
 	case *fleetContent:
-		c.Contents = append(c.Contents, o.name)
-		c.contentIx[o.name] = true
+		c.Contents = append(c.Contents, t.name)
+		c.contentIx[t.name] = true
 	case *suc.Plan:
-		c.Plans = append(c.Plans, o)
+		c.Plans = append(c.Plans, t)
 	case *EtcdSnapshot:
-		c.EtcdSnapshots = append(c.EtcdSnapshots, o)
+		c.EtcdSnapshots = append(c.EtcdSnapshots, t)
 	case *Unstructured:
-		c.Other = append(c.Other, o)
+		c.Other = append(c.Other, t)
 	}
-	c.objIndex[key] = obj
-	c.sources[key] = src
-	return nil
+	c.objIndex[o.key] = o.obj
+	c.sources[o.key] = src
 }
 
 var sourceLine = regexp.MustCompile(`^(.*?):(\d+)(?: .*)?$`)

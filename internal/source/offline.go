@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	redactpkg "github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -113,6 +114,11 @@ func baseName(p string) string {
 }
 
 func listDir(root string, lim Limits) ([]entry, error) {
+	// The path given may itself be a link to the bundle (a "latest" link): follow that one,
+	// as WalkDir would not; links inside the bundle are never followed.
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
 	var out []entry
 	var total int64
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -189,6 +195,11 @@ func readTarGz(file string, lim Limits) ([]entry, error) {
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
+			// The tar stream ended: read what is left of the gzip stream (padding) so that its
+			// checksum is verified; a corrupt archive must not pass for a complete one.
+			if _, err := io.Copy(io.Discard, io.LimitReader(zr, 1<<20)); err != nil {
+				return cut(err)
+			}
 			break
 		}
 		if err != nil {
@@ -221,7 +232,12 @@ func readTarGz(file string, lim Limits) ([]entry, error) {
 		if total > lim.MaxTotalBytes {
 			return nil, fmt.Errorf("bundle %s unpacks to more than %d MiB", file, lim.MaxTotalBytes>>20)
 		}
-		data, err := io.ReadAll(io.LimitReader(tr, lim.MaxFileBytes+1))
+		// h.Size is within the limits checked above: read exactly that. (io.ReadAll would keep
+		// a 512-byte buffer for each of half a million empty members, and up to twice the size
+		// of big ones.) A header that lies about its size costs one such buffer, then the
+		// archive is reported cut.
+		data := make([]byte, h.Size)
+		_, err = io.ReadFull(tr, data)
 		if err != nil {
 			return cut(fmt.Errorf("reading %s: %w", rel, err))
 		}
@@ -595,6 +611,15 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 }
 
 func (l *loader) jsonStream(cluster, rel string, data []byte) (int, *finding.ScanError) {
+	if apiVersion, kind, ok := listItemKind(data); ok {
+		if objs, ok := snapshot.PrepareList(apiVersion, kind, data); ok && len(objs) > 0 {
+			src := fmt.Sprintf("%s:%d", rel, lineAt(data, int64(leadingSpace(data))))
+			for i, o := range objs {
+				l.b.Add(cluster, fmt.Sprintf("%s items[%d]", src, i), o)
+			}
+			return len(objs), nil
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	found := 0
 	for {
@@ -629,6 +654,91 @@ func (l *loader) jsonStream(cluster, rel string, data []byte) (int, *finding.Sca
 		found += l.object(cluster, rel, lineAt(data, dec.InputOffset()-int64(len(raw))), raw)
 	}
 }
+
+// listItemKind reads, without decoding the file, the apiVersion and kind of the first item
+// of a JSON List as kubectl and Go's encoders write one (keys sorted, so a List's
+// apiVersion comes before its items, and an item's apiVersion and kind before anything
+// else): {"apiVersion":"v1","items":[{"apiVersion":"fleet.cattle.io/v1alpha1","kind":...
+// Anything else — another key order, escapes, an empty list — answers ok=false and the
+// file is read the general way.
+func listItemKind(data []byte) (apiVersion, kind string, ok bool) {
+	s := jsonSniffer{b: data}
+	if !s.next('{') {
+		return "", "", false
+	}
+	for {
+		key, ok := s.str()
+		if !ok || !s.next(':') {
+			return "", "", false
+		}
+		if key == "items" {
+			break
+		}
+		if _, ok := s.str(); !ok || !s.next(',') {
+			return "", "", false
+		}
+	}
+	if !s.next('[') || !s.next('{') {
+		return "", "", false
+	}
+	for apiVersion == "" || kind == "" {
+		key, ok := s.str()
+		if !ok || !s.next(':') {
+			return "", "", false
+		}
+		v, ok := s.str()
+		if !ok {
+			return "", "", false
+		}
+		switch key {
+		case "apiVersion":
+			apiVersion = v
+		case "kind":
+			kind = v
+		}
+		if !s.next(',') {
+			return "", "", false
+		}
+	}
+	return apiVersion, kind, true
+}
+
+type jsonSniffer struct {
+	b []byte
+	i int
+}
+
+func (s *jsonSniffer) skipSpace() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// next consumes c after optional white space.
+func (s *jsonSniffer) next(c byte) bool {
+	s.skipSpace()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// str consumes a string without escapes.
+func (s *jsonSniffer) str() (string, bool) {
+	if !s.next('"') {
+		return "", false
+	}
+	end := bytes.IndexByte(s.b[s.i:], '"')
+	if end < 0 || bytes.IndexByte(s.b[s.i:s.i+end], '\\') >= 0 {
+		return "", false
+	}
+	v := string(s.b[s.i : s.i+end])
+	s.i += end + 1
+	return v, true
+}
+
+func leadingSpace(b []byte) int { return len(b) - len(bytes.TrimLeft(b, " \t\r\n")) }
 
 func lineAt(data []byte, off int64) int {
 	if off < 0 {
@@ -757,7 +867,8 @@ func (l *loader) object(cluster, rel string, line int, raw []byte) int {
 	return 1
 }
 
-// tailLines keeps the last MaxLogLines lines, each cut at MaxLineBytes.
+// tailLines keeps the last MaxLogLines lines, each cut at MaxLineBytes, with credentials
+// redacted (internal/redact): no report, bundle or dashboard ever quotes a token from a log.
 func tailLines(data []byte, lim Limits) []string {
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) > lim.MaxLogLines {
@@ -765,10 +876,20 @@ func tailLines(data []byte, lim Limits) []string {
 	}
 	for i, ln := range lines {
 		ln = strings.TrimRight(ln, "\r")
-		if len(ln) > lim.MaxLineBytes {
-			ln = ln[:lim.MaxLineBytes] + " …[cut]"
+		// Redact only what is kept, and a margin past the cut so that a credential across it
+		// is still seen whole: redacting a 100 MB line would take a minute.
+		long := len(ln) > lim.MaxLineBytes
+		if long {
+			ln = ln[:min(len(ln), lim.MaxLineBytes+redactMargin)]
+		}
+		ln = redactpkg.Line(ln)
+		if long || len(ln) > lim.MaxLineBytes {
+			ln = ln[:min(len(ln), lim.MaxLineBytes)] + " …[cut]"
 		}
 		lines[i] = ln
 	}
 	return lines
 }
+
+// redactMargin is how much of a cut log line past the cut is still redacted.
+const redactMargin = 4 << 10

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	redactpkg "github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -86,8 +86,20 @@ func (w *BundleWriter) AddLog(cluster, namespace, pod, container string, previou
 	} else {
 		p += ".log"
 	}
+	// The loaders redact log lines already (tailLines); a sink fed by anything else is
+	// redacted here too, so no bundle ever holds a credential from a log.
+	lines = redactpkg.Lines(append([]string(nil), lines...))
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, redactpkg.Mask) {
+			n++
+		}
+	}
 	w.mu.Lock()
 	w.logs[p] = lines
+	if n > 0 {
+		w.redacted["log lines with credentials"] += n
+	}
 	w.mu.Unlock()
 }
 
@@ -130,79 +142,33 @@ func (w *BundleWriter) Redacted() []string {
 	return out
 }
 
-var secretEnvName = regexp.MustCompile(`(?i)(token|passw|secret|key|credential|auth|cert|private)`)
-
-// redact removes secret payloads in place and counts what it removed: Secret data (Helm
-// release Secrets keep a re-encoded record of their metadata only), ConfigMap values, env
-// values whose names look secret, and last-applied-configuration annotations.
+// redact removes secret payloads in place and counts what it removed (internal/redact): Secret
+// data (Helm release Secrets keep a re-encoded record of their metadata only), ConfigMap
+// values, container environment values and last-applied-configuration annotations.
 func redact(kind string, obj map[string]any, counts map[string]int) {
-	if md, ok := obj["metadata"].(map[string]any); ok {
-		if ann, ok := md["annotations"].(map[string]any); ok {
-			if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-				delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-				counts["last-applied-configuration annotations"]++
-			}
-		}
-	}
-	switch kind {
-	case "Secret":
+	if kind == "Secret" {
 		data, _ := obj["data"].(map[string]any)
 		typ, _ := obj["type"].(string)
 		if typ == helmrelease.SecretType {
 			if enc, ok := data["release"].(string); ok {
 				if min, err := minimalRelease(enc); err == nil {
+					if md, ok := obj["metadata"].(map[string]any); ok {
+						if ann, ok := md["annotations"].(map[string]any); ok {
+							if _, ok := ann[redactpkg.LastApplied]; ok {
+								delete(ann, redactpkg.LastApplied)
+								counts["last-applied-configuration annotations"]++
+							}
+						}
+					}
 					obj["data"] = map[string]any{"release": min}
+					delete(obj, "stringData")
 					counts["Helm release payloads reduced to their metadata"]++
 					return
 				}
 			}
 		}
-		for k := range data {
-			data[k] = ""
-		}
-		if len(data) > 0 {
-			counts["Secret payloads"]++
-		}
-		delete(obj, "stringData")
-	case "ConfigMap":
-		data, _ := obj["data"].(map[string]any)
-		for k := range data {
-			data[k] = ""
-		}
-		if len(data) > 0 {
-			counts["ConfigMap payloads"]++
-		}
-		delete(obj, "binaryData")
-	default:
-		redactEnv(obj, counts)
 	}
-}
-
-func redactEnv(v any, counts map[string]int) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if k == "env" {
-				if list, ok := val.([]any); ok {
-					for _, e := range list {
-						if m, ok := e.(map[string]any); ok {
-							name, _ := m["name"].(string)
-							if _, has := m["value"]; has && secretEnvName.MatchString(name) {
-								m["value"] = "[redacted]"
-								counts["environment values"]++
-							}
-						}
-					}
-				}
-				continue
-			}
-			redactEnv(val, counts)
-		}
-	case []any:
-		for _, e := range x {
-			redactEnv(e, counts)
-		}
-	}
+	redactpkg.Object(kind, obj, counts)
 }
 
 // minimalRelease re-encodes a Helm release record with only what unstick reads (name,

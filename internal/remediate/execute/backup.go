@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/remediate"
 )
 
@@ -35,7 +36,9 @@ import (
 //	evidence/<run>/<step>/<cluster>/events/<Kind>.<namespace>.<name>.yaml
 //	evidence/<run>/<step>/<cluster>/logs/<namespace>/<pod>/<container>.log
 //	evidence/<run>/<step>/<cluster>/objects/...   (observe: the incident's objects, Secret
-//	                              payloads removed)
+//	                              payloads, ConfigMap and environment values and
+//	                              last-applied-configuration annotations removed; logs with
+//	                              credentials redacted: internal/redact)
 const (
 	objectsDir  = "objects"
 	indexFile   = "index.jsonl"
@@ -241,6 +244,12 @@ func (b *Backups) copyObject(ctx context.Context, cl *cluster, base string, o re
 			}
 		}
 		unstructured.RemoveNestedField(u.Object, "stringData")
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations", redact.LastApplied)
+	} else {
+		// Nor a ConfigMap's values, a container's environment values or a copy of the
+		// object in its last-applied-configuration annotation (the backup under objects/
+		// keeps them, for restore).
+		redact.Object(o.Kind, u.Object, map[string]int{})
 	}
 	y, err := yaml.Marshal(u.Object)
 	if err != nil {
@@ -325,7 +334,8 @@ func (b *Backups) logs(ctx context.Context, cl *cluster, base string, pod corev1
 	if err != nil {
 		return err
 	}
-	return writeNew(filepath.Join(base, "logs", safeName(pod.Namespace), safeName(pod.Name), safeName(container)+".log"), data)
+	// Evidence is for reading and sharing: credentials in the log are redacted.
+	return writeNew(filepath.Join(base, "logs", safeName(pod.Namespace), safeName(pod.Name), safeName(container)+".log"), redact.Text(data))
 }
 
 // writeNew writes a file that must not exist yet (0600), making its directories (0700).

@@ -1,0 +1,707 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/unstick-dev/unstick/internal/cli"
+	"github.com/unstick-dev/unstick/internal/report"
+)
+
+// syncBuffer is a bytes.Buffer safe for a goroutine writing while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func runServeCLI(ctx context.Context, errOut io.Writer, args []string) int {
+	return cli.Run(ctx, cli.Streams{In: strings.NewReader(""), Out: io.Discard, ErrOut: errOut}, args)
+}
+
+// canaries are unique values planted wherever a cluster keeps secrets, one per place, so a
+// leak names where the value came from. All start with prefix (CANARY-<random>-).
+type canaries struct {
+	prefix string
+	where  map[string]string // value → where it was planted
+}
+
+func newCanaries(t *testing.T) *canaries {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return &canaries{prefix: "CANARY-" + hex.EncodeToString(b) + "-", where: map[string]string{}}
+}
+
+// v returns the canary of a place.
+func (c *canaries) v(place string) string {
+	val := c.prefix + strings.NewReplacer(" ", "-", "/", "-", ".", "-").Replace(place) + "-token"
+	c.where[val] = place
+	return val
+}
+
+var (
+	b64Run    = regexp.MustCompile(`[A-Za-z0-9+/]{12,}={0,2}`)
+	b64URLRun = regexp.MustCompile(`[A-Za-z0-9_-]{12,}={0,2}`)
+)
+
+// find lists the places whose canary is in data: in clear, or under any number of base64 and
+// gzip layers (a Secret's data, a docker config's auth, a Helm release payload), up to depth.
+func (c *canaries) find(data []byte, depth int) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(places []string) {
+		for _, p := range places {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		if zr, err := gzip.NewReader(bytes.NewReader(data)); err == nil {
+			if plain, err := io.ReadAll(io.LimitReader(zr, 64<<20)); err == nil {
+				add(c.find(plain, depth))
+			}
+		}
+	}
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte(c.prefix))
+		if j < 0 {
+			break
+		}
+		start := i + j
+		end := start + len(c.prefix)
+		for end < len(data) && (isAlnum(data[end]) || data[end] == '-') {
+			end++
+		}
+		place := c.where[string(data[start:end])]
+		if place == "" {
+			place = "an unknown canary " + string(data[start:end])
+		}
+		add([]string{place})
+		i = end
+	}
+	if depth <= 0 {
+		return out
+	}
+	for _, re := range []*regexp.Regexp{b64Run, b64URLRun} {
+		for _, m := range re.FindAll(data, -1) {
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+				dec, err := enc.DecodeString(string(m))
+				if err != nil {
+					continue
+				}
+				add(c.find(dec, depth-1))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func isAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// check fails the test when any canary is in an output, naming the output and the places.
+func (c *canaries) check(t *testing.T, output string, data []byte) {
+	t.Helper()
+	if places := c.find(data, 4); len(places) > 0 {
+		sort.Strings(places)
+		t.Errorf("%s leaks the secret planted in: %s", output, strings.Join(places, "; "))
+	}
+}
+
+// secretsBundle is the agent-pending-upgrade incident of prod-eu-1 with secrets planted in
+// every place a cluster keeps them; the Helm payloads get theirs once replayed.
+func secretsBundle(t *testing.T, c *canaries) string {
+	t.Helper()
+	src := scenario("fleet/agent-pending-upgrade-incident")
+	dir := filepath.Join(t.TempDir(), "bundle")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "clusters", "prod-eu-1")
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+	// The agent's Deployment and Pod: environment values (a proxy URL with a password, a plain
+	// value with an unremarkable name), next to a valueFrom that names a key and holds no value;
+	// the Deployment also carries a last-applied-configuration annotation.
+	wl := filepath.Join(root, "cattle-fleet-system", "workloads.yaml")
+	b, err := os.ReadFile(wl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var o map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatal(err)
+		}
+		var podSpec map[string]any
+		switch o["kind"] {
+		case "Deployment":
+			podSpec = o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			md := o["metadata"].(map[string]any)
+			md["annotations"].(map[string]any)["kubectl.kubernetes.io/last-applied-configuration"] =
+				`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"fleet-agent","namespace":"cattle-fleet-system"},"spec":{"template":{"spec":{"containers":[{"name":"fleet-agent","env":[{"name":"API_TOKEN","value":"` + c.v("last-applied of the agent Deployment") + `"}]}]}}}}`
+		case "Pod":
+			podSpec = o["spec"].(map[string]any)
+		}
+		if podSpec != nil {
+			for _, ctr := range podSpec["containers"].([]any) {
+				kind := strings.ToLower(o["kind"].(string))
+				ctr.(map[string]any)["env"] = []any{
+					map[string]any{"name": "HTTPS_PROXY", "value": "http://agent:" + c.v("proxy URL in the agent "+kind+" env") + "@proxy.internal:3128"},
+					map[string]any{"name": "AGENT_EXTRA", "value": c.v("plain env value of the agent " + kind)},
+					map[string]any{"name": "API_TOKEN", "value": c.v("API_TOKEN env of the agent " + kind)},
+					map[string]any{"name": "FROM_SECRET", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "canary-opaque", "key": "password"}}},
+				}
+			}
+		}
+		out, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(out))
+	}
+	if err := os.WriteFile(wl, []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: rancher\n  cluster: {server: 'https://rancher.example.com'}\n" +
+		"users:\n- name: agent\n  user:\n    token: " + c.v("kubeconfig Secret token") + "\ncontexts:\n- name: rancher\n  context: {cluster: rancher, user: agent}\ncurrent-context: rancher\n"
+	dockerConfig := `{"auths":{"registry.example.test":{"username":"puller","password":"` + c.v("docker config password") + `","auth":"` + b64("puller:"+c.v("docker config auth")) + `"}}}`
+	lastApplied := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"canary-opaque","namespace":"cattle-fleet-system"},"stringData":{"password":"` + c.v("last-applied of an opaque Secret") + `"}}`
+	objects := fmt.Sprintf(`apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: system-upgrade}
+- apiVersion: v1
+  kind: Secret
+  type: Opaque
+  metadata:
+    name: canary-opaque
+    namespace: cattle-fleet-system
+    annotations:
+      kubectl.kubernetes.io/last-applied-configuration: %q
+  data:
+    password: %s
+  stringData:
+    token: %s
+- apiVersion: v1
+  kind: Secret
+  type: Opaque
+  metadata: {name: canary-kubeconfig, namespace: cattle-fleet-system}
+  data:
+    value: %s
+- apiVersion: v1
+  kind: Secret
+  type: kubernetes.io/dockerconfigjson
+  metadata: {name: canary-pull, namespace: cattle-fleet-system}
+  data:
+    .dockerconfigjson: %s
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: canary-config, namespace: cattle-fleet-system}
+  data:
+    config.yaml: "apiToken: %s\n"
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: default-controller-env, namespace: system-upgrade}
+  data:
+    SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE: rancher/kubectl:v1.30.3
+    HTTP_PROXY: "http://suc:%s@proxy.internal:3128"
+`, lastApplied, b64(c.v("opaque Secret data")), c.v("opaque Secret stringData"), b64(kubeconfig), b64(dockerConfig),
+		c.v("ConfigMap data"), c.v("non-SUC key of the SUC env ConfigMap"))
+	if err := os.WriteFile(filepath.Join(root, "cattle-fleet-system", "canaries.yaml"), []byte(objects), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A crash-looping pod next to the agent: its previous log is quoted as evidence by scan.
+	pod := `apiVersion: v1
+kind: Pod
+metadata:
+  name: canary-sync-7f9c8-x2k4p
+  namespace: cattle-fleet-system
+  creationTimestamp: '2026-11-28T08:00:00Z'
+spec:
+  nodeName: prod-eu-1-worker-1
+  containers:
+  - name: sync
+    image: rancher/fleet-agent:v0.16.0
+status:
+  phase: Running
+  containerStatuses:
+  - name: sync
+    image: rancher/fleet-agent:v0.16.0
+    imageID: ''
+    ready: false
+    restartCount: 9
+    started: false
+    state:
+      waiting: {reason: CrashLoopBackOff, message: 'back-off 5m0s restarting failed container=sync pod=canary-sync-7f9c8-x2k4p'}
+    lastState:
+      terminated: {reason: Error, exitCode: 1, startedAt: '2026-11-28T09:20:00Z', finishedAt: '2026-11-28T09:25:00Z'}
+`
+	if err := os.WriteFile(filepath.Join(root, "cattle-fleet-system", "canary-pod.yaml"), []byte(pod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secretLines := func(where string) string {
+		return strings.Join([]string{
+			`time="2026-11-28T09:24:58Z" level=info msg="request" header="Authorization: Bearer ` + c.v("bearer token in the "+where+" log") + `"`,
+			`time="2026-11-28T09:24:59Z" level=info msg="connecting to postgres with password=` + c.v("password in the "+where+" log") + ` sslmode=disable"`,
+			`    token: ` + c.v("kubeconfig token in the "+where+" log"),
+			`time="2026-11-28T09:25:00Z" level=fatal msg="sync failed: Get https://sync:` + c.v("URL password in the "+where+" log") + `@rancher.example.com/v3: dial tcp: connection refused"`,
+		}, "\n") + "\n"
+	}
+	crash := filepath.Join(root, "logs", "cattle-fleet-system", "canary-sync-7f9c8-x2k4p")
+	if err := os.MkdirAll(crash, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(crash, "sync.previous.log"), []byte(secretLines("crash-looping pod")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(crash, "sync.log"), []byte(secretLines("crash-looping pod current")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agentLogs, _ := filepath.Glob(filepath.Join(root, "logs", "cattle-fleet-system", "fleet-agent-*", "fleet-agent.log"))
+	if len(agentLogs) != 1 {
+		t.Fatalf("agent logs: %v", agentLogs)
+	}
+	f, err := os.OpenFile(agentLogs[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(secretLines("agent")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// plantHelm puts canaries in the release records of the agent's release, with Helm's own
+// storage: the values (config), the chart's default values and the manifest of every revision.
+func plantHelm(t *testing.T, f *fleetOf, c *canaries) {
+	t.Helper()
+	store := helmStore(t, f, "prod-eu-1", agentNS)
+	rels, err := store.History(agentRelease)
+	if err != nil || len(rels) == 0 {
+		t.Fatalf("release history: %v (%d)", err, len(rels))
+	}
+	for _, rel := range rels {
+		rev := fmt.Sprintf("revision %d", rel.Version)
+		rel.Config = map[string]any{"proxy": map[string]any{"password": c.v("Helm values (config) of " + rev)}}
+		if rel.Chart != nil {
+			rel.Chart.Values = map[string]any{"bootstrap": map[string]any{"token": c.v("Helm chart values of " + rev)}}
+		}
+		// The Deployment of the manifest gets an environment value: a rollback re-applies it.
+		anchor := "        image: "
+		i := strings.Index(rel.Manifest, anchor)
+		if i < 0 {
+			t.Fatalf("%s: no container image in the manifest:\n%s", rev, rel.Manifest)
+		}
+		eol := strings.Index(rel.Manifest[i:], "\n")
+		if eol < 0 {
+			eol = len(rel.Manifest) - i
+		}
+		line := i + eol
+		rel.Manifest = rel.Manifest[:line] + "\n        env:\n        - name: CATTLE_EXTRA\n          value: " + c.v("Helm manifest of "+rev) + rel.Manifest[line:]
+		if err := store.Update(rel); err != nil {
+			t.Fatalf("%s: %v", rev, err)
+		}
+	}
+	back, err := store.Get(agentRelease, rels[0].Version)
+	if err != nil || !strings.Contains(back.Manifest, c.prefix) {
+		t.Fatalf("the Helm canary did not stick: %v", err)
+	}
+}
+
+// Secrets stay secret (issue 8, item 4): canaries planted in Secrets (opaque data and
+// stringData, a kubeconfig, a docker config, Helm release payloads: values, chart values,
+// manifests), environment values of the agent's Deployment and Pod, ConfigMaps (the SUC env
+// ConfigMap's non-SUC key too), last-applied-configuration annotations and pod logs (bearer
+// tokens, passwords, kubeconfig tokens, URL passwords), on a real API server with the logs
+// behind the test log proxy. Every output of unstick is then grepped, through base64 and gzip
+// layers: scan in every format (stdout and --output-file) and its -vv log, explain, images,
+// preflight, collect (every file of the archive) and scan --from of it, the fix plan (text and
+// JSON), fix --apply (every file of the backup directory), and serve's /metrics, / and
+// /api/v1/findings. The only files allowed to hold a canary are the backups fix keeps under
+// objects/ so that restore can put the objects back exactly: they must be 0600 in 0700
+// directories, and never appear in evidence or a bundle.
+func TestCanarySecretsStaySecret(t *testing.T) {
+	c := newCanaries(t)
+	dir := secretsBundle(t, c)
+	f := replay(t, dir, "prod-eu-1")
+	plantHelm(t, f, c)
+	planted := len(c.where)
+	if planted < 25 {
+		t.Fatalf("only %d canaries planted", planted)
+	}
+	work := t.TempDir()
+	out := func(name string, data []byte) { c.check(t, name, data) }
+	base := func(extra ...string) []string {
+		return append([]string{"--kubeconfig", f.kubeconfig, "-q", "--offline-registry"}, extra...)
+	}
+
+	// The planted values reached the server: the test would see a leak.
+	{
+		raw, _ := json.Marshal(everything(t, f.envs["prod-eu-1"].Config))
+		if got := c.find(raw, 4); len(got) < 15 {
+			t.Fatalf("only %d planted places are visible on the server (%v): the test would prove little", len(got), got)
+		}
+	}
+
+	// scan, every format, to stdout and to --output-file.
+	var redactedQuote bool
+	for _, format := range report.Formats {
+		stdout, stderr, code := run(t, append([]string{"scan"}, base("--now", f.now, "-o", format)...)...)
+		if code != 3 {
+			t.Errorf("scan -o %s: exit %d, want 3 (findings)\n%s", format, code, stderr)
+		}
+		if len(stdout) == 0 {
+			t.Errorf("scan -o %s wrote nothing", format)
+		}
+		out("scan -o "+format+" (stdout)", []byte(stdout))
+		out("scan -o "+format+" (stderr)", []byte(stderr))
+		if format == "json" {
+			redactedQuote = strings.Contains(stdout, "[redacted]") && strings.Contains(stdout, "canary-sync-7f9c8-x2k4p")
+		}
+		file := filepath.Join(work, "report."+format)
+		_, stderr, _ = run(t, append([]string{"scan"}, base("--now", f.now, "-o", format, "--output-file", file)...)...)
+		b, err := os.ReadFile(file)
+		if err != nil || len(b) == 0 {
+			t.Errorf("scan -o %s --output-file: %v (%d bytes)", format, err, len(b))
+		}
+		out("scan -o "+format+" --output-file "+filepath.Base(file), b)
+		out("scan -o "+format+" --output-file (stderr)", []byte(stderr))
+	}
+	if !redactedQuote {
+		t.Error("scan -o json quotes no redacted log line of the crash-looping pod: the log path was not exercised")
+	}
+	// -vv: unstick's own diagnostics.
+	stdout, stderr, _ := run(t, "scan", "--kubeconfig", f.kubeconfig, "--offline-registry", "--now", f.now, "-o", "json", "-vv")
+	if !strings.Contains(stderr, "debug") && !strings.Contains(stderr, "info") {
+		t.Errorf("scan -vv logged nothing on stderr:\n%s", stderr)
+	}
+	out("scan -vv (stderr)", []byte(stderr))
+	out("scan -vv (stdout)", []byte(stdout))
+
+	// explain, images, preflight.
+	for _, args := range [][]string{
+		{"explain", "helm/release-pending"},
+		{"explain", "pod/crashloop"},
+		append([]string{"images"}, base("-o", "json")...),
+		append([]string{"images"}, base("-o", "csv")...),
+		append([]string{"preflight"}, base("--now", f.now)...),
+		append([]string{"preflight"}, base("--now", f.now, "-o", "json")...),
+	} {
+		stdout, stderr, code := run(t, args...)
+		if code == 1 || code == 2 || stdout == "" {
+			t.Errorf("%s: exit %d\n%s", strings.Join(args[:1], " "), code, stderr)
+		}
+		name := args[0] + " " + strings.Join(args[len(args)-2:], " ")
+		out(name+" (stdout)", []byte(stdout))
+		out(name+" (stderr)", []byte(stderr))
+	}
+
+	// collect: redacts by default and says what; every file of the archive is clean.
+	bundle := filepath.Join(work, "collected.tar.gz")
+	stdout, stderr, code := run(t, "collect", "--kubeconfig", f.kubeconfig, "-o", bundle, "-q")
+	if code != 0 {
+		t.Fatalf("collect exit %d: %s", code, stderr)
+	}
+	out("collect (stdout)", []byte(stdout))
+	out("collect (stderr)", []byte(stderr))
+	// (Secrets other than Helm release storage are never read: scan lists Secrets by owner=helm.)
+	for _, want := range []string{"redacted", "ConfigMap payloads", "environment values", "last-applied-configuration annotations", "Helm release payloads reduced to their metadata", "log lines with credentials"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("collect does not say it redacted %q: %s", want, stderr)
+		}
+	}
+	files := untar(t, bundle)
+	if len(files) < 5 {
+		t.Fatalf("the bundle has %d files", len(files))
+	}
+	var names []string
+	for name, b := range files {
+		names = append(names, name)
+		out("collect bundle file "+name, b)
+	}
+	sort.Strings(names)
+	meta := string(files["unstick-bundle.yaml"])
+	if !strings.Contains(meta, "redacted:") || !strings.Contains(meta, "environment values") || !strings.Contains(meta, "log lines with credentials") {
+		t.Errorf("the bundle metadata does not list what was redacted:\n%s", meta)
+	}
+	joined := ""
+	for _, n := range names {
+		joined += n + "\n" + string(files[n])
+	}
+	for _, want := range []string{"canary-sync-7f9c8-x2k4p/sync.previous.log", "sh.helm.release.v1." + agentRelease + ".v4", "canary-config", "default-controller-env", "SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE", "[redacted]"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the bundle lacks %q: the planted objects were not collected (files: %v)", want, names)
+		}
+	}
+	stdout, stderr, code = run(t, "scan", "--from", bundle, "--now", f.now, "-o", "json")
+	if code != 3 {
+		t.Errorf("scan --from the collected bundle: exit %d\n%s", code, stderr)
+	}
+	// Redaction takes nothing a check needs: the bundle scans as the live cluster does.
+	liveOut, liveErr, _ := run(t, append([]string{"scan"}, base("--now", f.now, "-o", "json")...)...)
+	if d := diff(parse(t, liveOut, liveErr).keys(), parse(t, stdout, stderr).keys()); d != "" {
+		t.Errorf("the redacted bundle scans differently from the live cluster (- live only, + bundle only):\n%s", d)
+	}
+	out("scan --from the collected bundle (stdout)", []byte(stdout))
+	out("scan --from the collected bundle (stderr)", []byte(stderr))
+	stdout, _, _ = run(t, "scan", "--from", bundle, "--now", f.now)
+	out("scan --from the collected bundle -o table", []byte(stdout))
+
+	// The fix plan, as text and JSON.
+	fixArgs := func(extra ...string) []string {
+		return append([]string{"fix"}, f.args(append([]string{"--only", "helm/"}, extra...)...)...)
+	}
+	for _, format := range []string{"table", "json"} {
+		stdout, stderr, code := runCtx(context.Background(), t, "", fixArgs("-o", format)...)
+		if code != 0 || !strings.Contains(stdout, "rollback") {
+			t.Errorf("fix -o %s: exit %d, no rollback in the plan\n%s%s", format, code, stdout, stderr)
+		}
+		out("fix -o "+format+" (stdout)", []byte(stdout))
+		out("fix -o "+format+" (stderr)", []byte(stderr))
+	}
+
+	// fix --apply: the rollback of the agent's pending release.
+	backup := filepath.Join(work, "backup")
+	stdout, stderr, code = runCtx(context.Background(), t, "", fixArgs("--apply", "--yes", "--max-risk", "medium", "--backup-dir", backup, "--verify-timeout", "20s")...)
+	if code != 0 {
+		t.Fatalf("fix --apply exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	out("fix --apply (stdout)", []byte(stdout))
+	out("fix --apply (stderr)", []byte(stderr))
+	stdout, stderr, _ = runCtx(context.Background(), t, "", fixArgs("--apply", "--yes", "--max-risk", "medium", "--backup-dir", backup, "-o", "json")...)
+	out("fix --apply -o json, rerun (stdout)", []byte(stdout))
+	out("fix --apply -o json, rerun (stderr)", []byte(stderr))
+	byDesign := checkBackupDir(t, c, backup)
+	if len(byDesign) == 0 {
+		t.Error("no backup holds a planted value: the Helm release Secrets and the Deployment the rollback rewrote must be backed up in full for restore")
+	}
+	t.Logf("backups that hold secrets by design (restore needs them; all 0600, none in evidence): %v", byDesign)
+
+	// serve: the dashboard, the findings and the metrics.
+	serveOutputs(t, f.kubeconfig, func(name string, b []byte) { out(name, b) })
+}
+
+// checkBackupDir greps every file fix wrote. Only object backups (objects/<cluster>/...) may
+// hold a secret, for restore: each such file must be 0600 in 0700 directories. The journal, the
+// object index and every evidence file must be clean. It returns the backups holding secrets.
+func checkBackupDir(t *testing.T, c *canaries, dir string) []string {
+	t.Helper()
+	var byDesign []string
+	evidence := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if info.Mode().Perm() != 0o700 {
+				t.Errorf("backup directory %s is %v, want 0700", rel, info.Mode().Perm())
+			}
+			return nil
+		}
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("backup file %s is %v, want 0600", rel, info.Mode().Perm())
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(rel, "evidence/") {
+			evidence++
+		}
+		places := c.find(b, 4)
+		if len(places) == 0 {
+			return nil
+		}
+		restorable := strings.HasPrefix(rel, "objects/") && rel != "objects/index.jsonl"
+		if !restorable {
+			sort.Strings(places)
+			t.Errorf("fix backup directory file %s leaks the secret planted in: %s", rel, strings.Join(places, "; "))
+			return nil
+		}
+		byDesign = append(byDesign, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evidence == 0 {
+		t.Error("fix saved no evidence: the evidence path was not exercised")
+	}
+	// Evidence logs were read through the log proxy and must show the redaction.
+	logs, _ := filepath.Glob(filepath.Join(dir, "evidence", "*", "*", "*", "logs", "*", "*", "*.log"))
+	red := false
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		red = red || bytes.Contains(b, []byte("[redacted]"))
+	}
+	if !red {
+		t.Errorf("no evidence log shows a redaction (logs: %v): the agent's log was not saved", logs)
+	}
+	return byDesign
+}
+
+func untar(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Name] = b
+	}
+	return out
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// runServe runs `unstick serve` with args until the test ends and returns its address, once
+// /readyz answers 200, and its stderr.
+func runServe(t *testing.T, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	addr := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	errOut := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- runServeCLI(ctx, errOut, append([]string{"serve", "--listen", addr, "--debounce", "100ms"}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop within 15s of its context ending")
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited with %d before it was ready:\n%s", code, errOut.String())
+		default:
+		}
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return addr, errOut
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve not ready after 90s:\n%s", errOut.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func httpGet(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", url, resp.StatusCode, b)
+	}
+	return b
+}
+
+// serveOutputs runs serve on the kubeconfig and hands every endpoint's body to check.
+func serveOutputs(t *testing.T, kubeconfig string, check func(string, []byte)) {
+	t.Helper()
+	addr, errOut := runServe(t, "--kubeconfig", kubeconfig, "-v")
+	findings := httpGet(t, "http://"+addr+"/api/v1/findings")
+	if !bytes.Contains(findings, []byte("pod/crashloop")) || !bytes.Contains(findings, []byte("canary-sync-7f9c8-x2k4p")) {
+		t.Errorf("serve's findings lack the crash-looping pod:\n%s", findings)
+	}
+	check("serve /api/v1/findings", findings)
+	check("serve /metrics", httpGet(t, "http://"+addr+"/metrics"))
+	check("serve / (dashboard)", httpGet(t, "http://"+addr+"/"))
+	check("serve (stderr)", []byte(errOut.String()))
+}
