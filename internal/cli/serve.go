@@ -137,9 +137,10 @@ func (o *serveOptions) run(ctx context.Context) error {
 		targets = []source.Target{{Name: o.clusterName, Server: cfg.Host, Config: cfg}}
 	}
 	// serve holds its caches for as long as it runs and allocates little between
-	// evaluations: a tighter garbage-collection target keeps its resident memory near what
-	// the caches need (at 5,000 Fleet clusters, ~260 MiB instead of ~500 MiB at Go's default
-	// of 100) for a little more CPU. GOGC and GOMEMLIMIT, when set, win.
+	// evaluations: a tighter garbage-collection target keeps its resident memory closer to
+	// what the caches need (at 5,000 Fleet clusters ~400 MiB instead of ~530 MiB at Go's
+	// default of 100; docs/performance.md) for a little more CPU. GOGC and GOMEMLIMIT, when
+	// set, win.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(serveGCPercent)
 	}

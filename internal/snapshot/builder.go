@@ -399,7 +399,13 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.Other = append(c.Other, t)
 	}
 	c.objIndex[o.key] = o.obj
-	c.sources[o.key] = src
+	// A live source names every object of a cluster alike: one copy, not one per object.
+	if len(c.objIndex) == 1 {
+		c.source = src
+	}
+	if src != c.source {
+		c.sources[o.key] = src
+	}
 }
 
 var sourceLine = regexp.MustCompile(`^(.*?):(\d+)(?: .*)?$`)

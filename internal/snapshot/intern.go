@@ -3,6 +3,8 @@ package snapshot
 import (
 	"reflect"
 	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Intern makes every string of the object share one copy with the equal strings of every
@@ -27,7 +29,13 @@ func intern(s string) string {
 	return unique.Make(s).Value()
 }
 
-var stringMapType = reflect.TypeFor[map[string]string]()
+var (
+	stringMapType  = reflect.TypeFor[map[string]string]()
+	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+	// uniquePerObject are the ObjectMeta strings no two objects share: interning them would
+	// only add an entry to the intern table for each.
+	uniquePerObject = map[string]bool{"Name": true, "UID": true, "ResourceVersion": true}
+)
 
 func internValue(v reflect.Value) {
 	switch v.Kind() {
@@ -36,8 +44,9 @@ func internValue(v reflect.Value) {
 			internValue(v.Elem())
 		}
 	case reflect.Struct:
+		meta := v.Type() == objectMetaType
 		for i := range v.NumField() {
-			if f := v.Field(i); f.CanSet() {
+			if f := v.Field(i); f.CanSet() && !(meta && uniquePerObject[v.Type().Field(i).Name]) {
 				internValue(f)
 			}
 		}

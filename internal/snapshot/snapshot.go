@@ -82,7 +82,8 @@ type Cluster struct {
 	// Logs by namespace/pod/container.
 	Logs map[string]*Log
 
-	sources   map[string]string // object key → file:line it was read from
+	sources   map[string]string // object key → file:line it was read from, when not source
+	source    string            // where most objects were read from (a live cluster: all)
 	eventsBy  map[string][]*corev1.Event
 	objIndex  map[string]any
 	contentIx map[string]bool
@@ -145,7 +146,14 @@ func LogKey(namespace, pod, container string) string { return namespace + "/" + 
 
 // Source returns where an object was read from ("file:line" or "live"), if known.
 func (c *Cluster) Source(kind, namespace, name string) string {
-	return c.sources[Key(kind, namespace, name)]
+	k := Key(kind, namespace, name)
+	if src, ok := c.sources[k]; ok {
+		return src
+	}
+	if _, ok := c.objIndex[k]; ok {
+		return c.source
+	}
+	return ""
 }
 
 // Get returns the typed object of that kind/namespace/name, or nil.
