@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,7 +87,12 @@ func (w *clusterWatch) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("context %s: %w", w.t.Name, err)
 	}
-	_, lists, err := dc.ServerGroupsAndResources()
+	// A transient failure at start must not leave a cluster unwatched until serve restarts.
+	var lists []*metav1.APIResourceList
+	_ = source.RetryRead(ctx, func() error {
+		_, lists, err = dc.ServerGroupsAndResources()
+		return err
+	})
 	if err != nil && len(lists) == 0 {
 		return fmt.Errorf("context %s: cannot reach the API server %s: %w", w.t.Name, w.t.Server, err)
 	}
@@ -120,7 +125,10 @@ func (w *clusterWatch) start(ctx context.Context) error {
 		}
 	}
 	// Namespaced kinds are watched per watched namespace, as they appear.
-	_, err = w.dyn.Resource(namespacesGVR).List(ctx, metav1.ListOptions{Limit: 1})
+	err = source.RetryRead(ctx, func() error {
+		_, err := w.dyn.Resource(namespacesGVR).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
 	switch {
 	case apierrors.IsForbidden(err):
 		w.static = append(w.static, finding.ScanError{Cluster: w.t.Name, Message: "cannot list namespaces (forbidden); watching only the well-known ones"})

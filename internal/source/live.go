@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -200,6 +201,40 @@ type clusterReader struct {
 
 	mu   sync.Mutex
 	pods []*corev1.Pod
+
+	watchedOnce sync.Once
+	watched     map[string]bool // r.ns as a set, for listWatched
+}
+
+// NamespaceListLimit is how many watched namespaces a cluster may have before the kinds read
+// from them are listed once across all namespaces (keeping the watched namespaces' objects)
+// instead of namespace by namespace. A management cluster has a cluster-fleet-* namespace
+// per downstream cluster: listing nine kinds in each of 5,000 of them is 45,000 requests,
+// longer than a scan's timeout at the client's 50 requests per second.
+const NamespaceListLimit = 16
+
+// ListsAcrossNamespaces says whether a cluster with this many watched namespaces has the
+// watched-namespace kinds listed across all namespaces (see NamespaceListLimit).
+func ListsAcrossNamespaces(watched int) bool { return watched > NamespaceListLimit }
+
+// listWatched reads a watched-namespace kind with one paginated list across all namespaces,
+// keeping the objects of the watched ones. Without the right to list across namespaces (a
+// scan bound by RoleBindings only), it lists the watched namespaces one by one.
+func (r *clusterReader) listWatched(ctx context.Context, res resource) {
+	r.watchedOnce.Do(func() {
+		r.watched = make(map[string]bool, len(r.ns))
+		for _, ns := range r.ns {
+			r.watched[ns] = true
+		}
+	})
+	_, err := r.dyn.Resource(res.gvr).Namespace("").List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: res.selector})
+	if apierrors.IsForbidden(err) {
+		for _, ns := range r.ns {
+			r.list(ctx, res, ns)
+		}
+		return
+	}
+	r.list(ctx, res, "")
 }
 
 func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
@@ -237,6 +272,16 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 		namespaces := []string{""}
 		if res.scope == watchedNamespaces {
 			namespaces = r.ns
+			if ListsAcrossNamespaces(len(r.ns)) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					r.listWatched(ctx, res)
+				}()
+				continue
+			}
 		}
 		for _, ns := range namespaces {
 			wg.Add(1)
@@ -263,8 +308,12 @@ func (r *clusterReader) discover(ctx context.Context, dc discovery.DiscoveryInte
 	}
 	ch := make(chan result, 1)
 	go func() {
-		_, lists, err := dc.ServerGroupsAndResources()
-		ch <- result{lists, err}
+		var res result
+		_ = retryRead(ctx, func() error {
+			_, res.lists, res.err = dc.ServerGroupsAndResources()
+			return res.err
+		})
+		ch <- res
 	}()
 	var res result
 	select {
@@ -294,7 +343,11 @@ func (r *clusterReader) discover(ctx context.Context, dc discovery.DiscoveryInte
 
 // namespaces reads the watched namespaces (the Namespace objects themselves are kept).
 func (r *clusterReader) namespaces(ctx context.Context) error {
-	list, err := r.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	var list *corev1.NamespaceList
+	err := retryRead(ctx, func() (err error) {
+		list, err = r.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if err != nil {
 		if apierrors.IsForbidden(err) {
 			// Without namespace list rights, fall back to the well-known ones.
@@ -339,7 +392,10 @@ func (r *clusterReader) list(ctx context.Context, res resource, ns string) {
 		var err error
 		if res.metaOnly {
 			var l *metav1.PartialObjectMetadataList
-			l, err = r.meta.Resource(res.gvr).Namespace(ns).List(ctx, opts)
+			err = retryRead(ctx, func() (err error) {
+				l, err = r.meta.Resource(res.gvr).Namespace(ns).List(ctx, opts)
+				return err
+			})
 			if err == nil {
 				for i := range l.Items {
 					it := &l.Items[i]
@@ -351,9 +407,15 @@ func (r *clusterReader) list(ctx context.Context, res resource, ns string) {
 			}
 		} else {
 			var l *unstructured.UnstructuredList
-			l, err = r.dyn.Resource(res.gvr).Namespace(ns).List(ctx, opts)
+			err = retryRead(ctx, func() (err error) {
+				l, err = r.dyn.Resource(res.gvr).Namespace(ns).List(ctx, opts)
+				return err
+			})
 			if err == nil {
 				for i := range l.Items {
+					if ns == "" && res.scope == watchedNamespaces && !r.watched[l.Items[i].GetNamespace()] {
+						continue // listed across namespaces (listWatched): keep the watched ones
+					}
 					r.item(&l.Items[i], res)
 				}
 				cont = l.GetContinue()
@@ -480,14 +542,78 @@ func (r *clusterReader) logs(ctx context.Context) {
 
 func (r *clusterReader) tail(ctx context.Context, p *corev1.Pod, container string, previous bool) ([]string, error) {
 	n := r.l.LogLines
-	rc, err := r.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &n}).Stream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, 8<<20))
+	var b []byte
+	err := retryRead(ctx, func() error {
+		rc, err := r.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &n}).Stream(ctx)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		b, err = io.ReadAll(io.LimitReader(rc, 8<<20))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	return tailLines(b, Limits{MaxLogLines: int(n), MaxLineBytes: DefaultLimits.MaxLineBytes}), nil
+}
+
+// readAttempts bounds how often one read (discovery, a LIST page, a log tail) is tried.
+const readAttempts = 5
+
+// retryRead runs a read again when its failure says a second try may pass: the server asked
+// to slow down or was briefly unable (429, 500, 503, 504, a server timeout), or the connection
+// dropped or the answer was cut short. Only reads come here: trying one again changes nothing
+// on the server. client-go itself already retries a 429 or 5xx that carries Retry-After and a
+// GET whose connection was reset; this covers the rest (a 503 without Retry-After, a cut body,
+// a LIST page). It waits 200ms, doubling to 3s, or the server's Retry-After when longer, and
+// gives up, returning the last error, after readAttempts or when the wait would pass the
+// context's deadline.
+func retryRead(ctx context.Context, read func() error) error {
+	delay := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := read()
+		if err == nil || attempt >= readAttempts || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+		wait := delay
+		if s, ok := apierrors.SuggestsClientDelay(err); ok && time.Duration(s)*time.Second > wait {
+			wait = time.Duration(s) * time.Second
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if delay *= 2; delay > 3*time.Second {
+			delay = 3 * time.Second
+		}
+	}
+}
+
+// retryable says whether a failed read may pass when tried again.
+func retryable(err error) bool {
+	var gd *discovery.ErrGroupDiscoveryFailed
+	if errors.As(err, &gd) {
+		for _, e := range gd.Groups {
+			if retryable(e) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	case apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err),
+		apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
+		return true
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || utilnet.IsConnectionReset(err) ||
+		utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)
 }

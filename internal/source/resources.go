@@ -1,6 +1,10 @@
 package source
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // Resource is one kind the checks need and where to read it: the table the live scan lists,
 // exported so `unstick serve` watches exactly the same set.
@@ -48,3 +52,7 @@ func Trim(obj map[string]any) {
 		}
 	}
 }
+
+// RetryRead is the live scan's retry of a read that may pass a second time (429, 5xx, a
+// dropped connection, a cut body), for other long-lived readers (serve's start-up).
+func RetryRead(ctx context.Context, read func() error) error { return retryRead(ctx, read) }

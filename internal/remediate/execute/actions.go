@@ -155,6 +155,17 @@ func (e *Executor) write(ctx context.Context, cl *cluster, st remediate.Step, dr
 		return nil, err
 	}
 	out, err := h.Patch(ctx, st.Target.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: FieldManager, DryRun: dryRunOpt(dry)})
+	if err != nil && !dry && OutcomeUnknown(err) {
+		// The answer was lost: the object moved past the planned version, and the same
+		// patch would change nothing now, means the patch was made.
+		if now, gerr := h.Get(ctx, st.Target.Name, metav1.GetOptions{}); gerr == nil && now.GetResourceVersion() != st.Target.ResourceVersion {
+			if again, perr := patchBody(now.GetResourceVersion(), body); perr == nil {
+				if p, perr := h.Patch(ctx, st.Target.Name, types.MergePatchType, again, metav1.PatchOptions{FieldManager: FieldManager, DryRun: []string{metav1.DryRunAll}}); perr == nil && sameContent(now, p) {
+					out, err = now, nil
+				}
+			}
+		}
+	}
 	if err != nil {
 		return nil, e.writeError(st, st.Target, err)
 	}
@@ -185,6 +196,27 @@ func writeOf(o remediate.Object, op, before string, after *unstructured.Unstruct
 	return w
 }
 
+// OutcomeUnknown says whether a failed write may still have been applied: no answer came
+// from the server (the connection dropped, the answer was cut short, the client timed out)
+// or the server itself timed out.
+func OutcomeUnknown(err error) bool {
+	if err == nil || errors.Is(err, ErrKilled) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	return !errors.As(err, &status)
+}
+
+// resumable says whether a write error leaves the step for the next run to finish: not a
+// conflict, a guard refusal or a simulated kill (those have their own endings).
+func resumable(err error) bool {
+	var ge *remediate.GuardError
+	return !IsConflict(err) && !errors.As(err, &ge) && !errors.Is(err, ErrKilled)
+}
+
 // writeError turns the server's 409 into a ConflictError: the precondition did its job.
 func (e *Executor) writeError(st remediate.Step, o remediate.Object, err error) error {
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
@@ -206,7 +238,15 @@ func (e *Executor) delete(ctx context.Context, cl *cluster, st remediate.Step, d
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}, PropagationPolicy: &bg, DryRun: dryRunOpt(dry)}
 	if err := h.Delete(ctx, st.Target.Name, opts); err != nil {
-		return nil, e.writeError(st, st.Target, err)
+		// The answer was lost: the object gone (or replaced) means the delete was made.
+		gone := false
+		if !dry && OutcomeUnknown(err) {
+			now, gerr := h.Get(ctx, st.Target.Name, metav1.GetOptions{})
+			gone = apierrors.IsNotFound(gerr) || (gerr == nil && string(now.GetUID()) != st.Target.UID)
+		}
+		if !gone {
+			return nil, e.writeError(st, st.Target, err)
+		}
 	}
 	if dry {
 		return nil, nil

@@ -461,6 +461,18 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		return StatusFailed, err.Error(), err // a simulated kill: nothing more is journaled
 	}
 	if err != nil {
+		if resumable(err) && (len(writes) > 0 || OutcomeUnknown(err)) {
+			// Half a rollback, or a write whose answer was lost: marking the step failed
+			// would leave it so (the new plan does not see a half-written rollback as
+			// pending). Leave it open, as a kill would: the next run finishes it.
+			msg := "stopped after " + describeWrites(writes) + ": " + err.Error()
+			if len(writes) == 0 {
+				msg = "no answer to the write (it may or may not have been made): " + err.Error()
+			}
+			e.say("  [%d] INTERRUPTED: %s; run fix again with the same --backup-dir to finish this step", n, msg)
+			_ = e.record(st, PhaseInterrupted, msg, func(en *Entry) { en.Writes = writes })
+			return StatusFailed, err.Error(), err
+		}
 		if len(writes) > 0 {
 			_ = e.record(st, PhaseFailed, "interrupted after "+describeWrites(writes)+": "+err.Error(), func(en *Entry) { en.Writes = writes })
 		}

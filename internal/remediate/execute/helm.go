@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
@@ -57,6 +59,9 @@ func (g *guardedSecrets) Create(ctx context.Context, s *corev1.Secret, opts meta
 	}
 	opts.FieldManager, opts.DryRun = FieldManager, dryRunOpt(g.dry)
 	out, err := g.SecretInterface.Create(ctx, s, opts)
+	if err != nil && !g.dry && OutcomeUnknown(err) {
+		out, err = g.landed(ctx, s, "", err)
+	}
 	if err != nil {
 		g.lastErr = err
 		return nil, err
@@ -86,6 +91,9 @@ func (g *guardedSecrets) Update(ctx context.Context, s *corev1.Secret, opts meta
 	s.ResourceVersion = rv
 	opts.FieldManager, opts.DryRun = FieldManager, dryRunOpt(g.dry)
 	out, err := g.SecretInterface.Update(ctx, s, opts)
+	if err != nil && !g.dry && OutcomeUnknown(err) {
+		out, err = g.landed(ctx, s, rv, err)
+	}
 	if err != nil {
 		g.lastErr = err
 		return nil, err
@@ -98,6 +106,18 @@ func (g *guardedSecrets) Update(ctx context.Context, s *corev1.Secret, opts meta
 		}
 	}
 	return out, nil
+}
+
+// landed reads a release Secret back after a write whose answer was lost: when it holds
+// exactly the record and labels written, past the version the write was held to (or newly
+// there, for a create), the write was made and the rollback goes on; otherwise the write's
+// own error stands.
+func (g *guardedSecrets) landed(ctx context.Context, s *corev1.Secret, before string, werr error) (*corev1.Secret, error) {
+	now, err := g.SecretInterface.Get(ctx, s.Name, metav1.GetOptions{})
+	if err != nil || now.ResourceVersion == before || !reflect.DeepEqual(now.Data, s.Data) || !maps.Equal(now.Labels, s.Labels) {
+		return nil, werr
+	}
+	return now, nil
 }
 
 func (g *guardedSecrets) hook() error {
@@ -447,6 +467,17 @@ func (e *Executor) applyManifest(ctx context.Context, cl *cluster, st remediate.
 			continue
 		}
 		out, err := h.Apply(ctx, o.Name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		if err != nil && OutcomeUnknown(err) {
+			// The answer was lost: the object moved past what was read, and applying it
+			// again would change nothing, means the apply was made.
+			if now, gerr := h.Get(ctx, o.Name, metav1.GetOptions{}); gerr == nil && now.GetResourceVersion() != before {
+				again := u.DeepCopy()
+				again.SetResourceVersion(now.GetResourceVersion())
+				if p, perr := h.Apply(ctx, o.Name, again, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}); perr == nil && sameContent(now, p) {
+					out, err = now, nil
+				}
+			}
+		}
 		if err != nil {
 			return writes, e.writeError(st, o, err)
 		}

@@ -20,6 +20,11 @@ const (
 	PhaseConflict   = "conflict"   // an object changed since planning: no write was made
 	PhaseFailed     = "failed"     // the step failed; see the message
 	PhaseAbandoned  = "abandoned"  // terminal: begun in an earlier run, not applied, no longer planned
+
+	// PhaseInterrupted: the step's writes stopped part-way (some were made) or a write's
+	// answer was lost, so what the server holds is not known here; the next run finishes the
+	// step from the journal, as after a kill.
+	PhaseInterrupted = "interrupted"
 )
 
 // Hooks let tests inject what a real API server cannot produce on demand: a change made by
