@@ -600,27 +600,7 @@ func TestFaultFixApply(t *testing.T) {
 			if jw := journalWrites(t, dir)["prod-eu-1"]; !sameSet(jw, want) {
 				t.Errorf("journal writes %v, want %v", jw, want)
 			}
-			store := helmStore(t, f, "prod-eu-1", agentNS)
-			hist, err := store.History(agentRelease)
-			if err != nil {
-				t.Fatal(err)
-			}
-			status := map[int]string{}
-			for _, r := range hist {
-				status[r.Version] = r.Info.Status.String()
-			}
-			if w := map[int]string{4: "superseded", 5: "superseded", 6: "deployed"}; !reflect.DeepEqual(status, w) {
-				t.Errorf("history %v, want %v (one rollback, not two)", status, w)
-			}
-			terminal, applied := terminalCount(t, dir)
-			for id := range applied {
-				if applied[id] != 1 || terminal[id] != 1 {
-					t.Errorf("step %s: applied %d times, finished %d times; want once each", id, applied[id], terminal[id])
-				}
-			}
-			if len(applied) != 1 {
-				t.Errorf("%d steps applied, want the rollback alone", len(applied))
-			}
+			checkRolledBackOnce(t, f, dir)
 			checkReleaseRecords(t, f)
 		})
 	}

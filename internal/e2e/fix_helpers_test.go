@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -371,4 +372,31 @@ func fileMode(t *testing.T, path string) os.FileMode {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// checkRolledBackOnce asserts the end state of the agent release's rollback in prod-eu-1:
+// revision 6 deployed over superseded 4 and 5 (one rollback, not two), and the rollback the
+// only step, applied and finished exactly once in the journal of dir.
+func checkRolledBackOnce(t *testing.T, f *fleetOf, dir string) {
+	t.Helper()
+	hist, err := helmStore(t, f, "prod-eu-1", agentNS).History(agentRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[int]string{}
+	for _, r := range hist {
+		status[r.Version] = r.Info.Status.String()
+	}
+	if w := map[int]string{4: "superseded", 5: "superseded", 6: "deployed"}; !reflect.DeepEqual(status, w) {
+		t.Errorf("history %v, want %v (one rollback, not two)", status, w)
+	}
+	terminal, applied := terminalCount(t, dir)
+	for id := range applied {
+		if applied[id] != 1 || terminal[id] != 1 {
+			t.Errorf("step %s: applied %d times, finished %d times; want once each", id, applied[id], terminal[id])
+		}
+	}
+	if len(applied) != 1 {
+		t.Errorf("%d steps applied, want the rollback alone", len(applied))
+	}
 }

@@ -302,27 +302,7 @@ func TestFixFinishesRollbackKilledBetweenWrites(t *testing.T) {
 			if got := changed(before, everything(t, cfg)); !sameSet(got, want) {
 				t.Errorf("changed objects:\n  got  %v\n  want %v", got, want)
 			}
-			store := helmStore(t, f, "prod-eu-1", agentNS)
-			hist, err := store.History(agentRelease)
-			if err != nil {
-				t.Fatal(err)
-			}
-			status := map[int]string{}
-			for _, r := range hist {
-				status[r.Version] = r.Info.Status.String()
-			}
-			if w := map[int]string{4: "superseded", 5: "superseded", 6: "deployed"}; !reflect.DeepEqual(status, w) {
-				t.Errorf("history %v, want %v", status, w)
-			}
-			terminal, applied := terminalCount(t, dir)
-			for id := range applied {
-				if applied[id] != 1 || terminal[id] != 1 {
-					t.Errorf("step %s: applied %d times, finished %d times; want once each", id, applied[id], terminal[id])
-				}
-			}
-			if len(applied) != 1 {
-				t.Errorf("%d steps applied, want the rollback alone", len(applied))
-			}
+			checkRolledBackOnce(t, f, dir)
 			// The journal names every write, those of the killed run included: restore undoes all.
 			if rOut, rErr, code := runCtx(context.Background(), t, "", "restore", dir, "--kubeconfig", f.kubeconfig); code != 0 {
 				t.Fatalf("restore exit %d\n%s%s", code, rOut, rErr)

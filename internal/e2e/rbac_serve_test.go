@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/unstick-dev/unstick/internal/testenv"
 )
 
 // serveFindings reads serve's /api/v1/findings.
@@ -54,27 +52,10 @@ func waitDenied(t *testing.T, cfg *rest.Config, attrs authorizationv1.ResourceAt
 // TestScanWithLeastPrivilege, fix TestFixWithLeastPrivilege). serve becomes ready, lists the
 // example's findings with no error and logs nothing forbidden; collect writes a bundle with no
 // read error that scans to the same findings. With Secrets taken out of the role, serve still
-// becomes ready and names the one permission it lacks: the only forbidden error expected
-// (skipped: serve does not do that yet, see the subtest).
+// becomes ready and names the one permission it lacks: the only forbidden error expected.
 func TestServeRBACScanRoleIsEnough(t *testing.T) {
-	env := testenv.Start(t, testenv.WithRBAC(), testenv.WithContextName("local"))
-	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: "local"}); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := applyScanRole(t, admin)
-	saCfg, err := env.ServiceAccountConfig(t.Context(), "cattle-system", "unstick")
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, role, saCfg, kubeconfig := scanRoleEnv(t)
 	waitAllowed(t, saCfg, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "secrets"})
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := testenv.WriteKubeconfig(kubeconfig, saCfg, "local"); err != nil {
-		t.Fatal(err)
-	}
 	// The ServiceAccount is not an administrator: it cannot write, nor read what the role
 	// leaves out.
 	for _, attrs := range []authorizationv1.ResourceAttributes{

@@ -13,12 +13,37 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
 
 // applyScanRole creates what deploy/rbac/scan.yaml declares, as an administrator would.
+// scanRoleEnv starts a server that authorizes with RBAC, holding the example's management
+// cluster, with deploy/rbac/scan.yaml bound to the ServiceAccount cattle-system/unstick;
+// kubeconfig is a file that talks to it as that ServiceAccount, saCfg the same as a config.
+func scanRoleEnv(t *testing.T) (admin kubernetes.Interface, role *rbacv1.ClusterRole, saCfg *rest.Config, kubeconfig string) {
+	t.Helper()
+	env := testenv.Start(t, testenv.WithRBAC(), testenv.WithContextName("local"))
+	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role = applyScanRole(t, admin)
+	if saCfg, err = env.ServiceAccountConfig(t.Context(), "cattle-system", "unstick"); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := testenv.WriteKubeconfig(kubeconfig, saCfg, "local"); err != nil {
+		t.Fatal(err)
+	}
+	return admin, role, saCfg, kubeconfig
+}
+
 func applyScanRole(t *testing.T, cs kubernetes.Interface) *rbacv1.ClusterRole {
 	t.Helper()
 	ctx := context.Background()
@@ -73,23 +98,7 @@ func mustUnmarshal(t *testing.T, doc []byte, into any) {
 // errors) on a server that authorizes with RBAC; with Secrets taken out of the role the scan
 // still completes and names the gap.
 func TestScanWithLeastPrivilege(t *testing.T) {
-	env := testenv.Start(t, testenv.WithRBAC(), testenv.WithContextName("local"))
-	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: "local"}); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := applyScanRole(t, admin)
-	saCfg, err := env.ServiceAccountConfig(t.Context(), "cattle-system", "unstick")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := testenv.WriteKubeconfig(kubeconfig, saCfg, "local"); err != nil {
-		t.Fatal(err)
-	}
+	admin, role, _, kubeconfig := scanRoleEnv(t)
 	out, errOut, code := run(t, "scan", "--kubeconfig", kubeconfig, "--now", now, "-o", "json", "-q")
 	r := parse(t, out, errOut)
 	if len(r.Errors) != 0 {
