@@ -221,6 +221,20 @@ var fleetRegistration = Check{
 		var out []finding.Finding
 		stale := ctx.Thresholds.Duration("fleet.heartbeatStaleAfter")
 		states := agentStates(ctx.Snap)
+		// Registrations by client ID, indexed once per management cluster: a scan of all of
+		// them per agent was quadratic in the fleet's size.
+		regs := map[*snapshot.Cluster]map[string][]*fleetv1.ClusterRegistration{}
+		registrations := func(m *snapshot.Cluster, id string) []*fleetv1.ClusterRegistration {
+			ix, ok := regs[m]
+			if !ok {
+				ix = map[string][]*fleetv1.ClusterRegistration{}
+				for _, r := range m.ClusterRegistrations {
+					ix[r.Spec.ClientID] = append(ix[r.Spec.ClientID], r)
+				}
+				regs[m] = ix
+			}
+			return ix[id]
+		}
 		byClient := map[string][]agentState{}
 		for _, a := range states {
 			if id := a.fc.Spec.ClientID; id != "" {
@@ -243,10 +257,7 @@ var fleetRegistration = Check{
 				continue // registrations not collected: nothing to judge
 			}
 			var granted, pending []*fleetv1.ClusterRegistration
-			for _, r := range a.mgmt.ClusterRegistrations {
-				if r.Spec.ClientID != id {
-					continue
-				}
+			for _, r := range registrations(a.mgmt, id) {
 				if r.Status.Granted {
 					granted = append(granted, r)
 				} else {
