@@ -31,7 +31,7 @@ func (r *registryFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.offline, "offline-registry", false, "never contact an image registry: judge images by events and logs only")
 	fs.StringArrayVar(&r.insecure, "insecure-registry", nil, "registry HOST[:PORT] to reach over plain HTTP (repeatable; loopback hosts fall back to HTTP on their own)")
 	fs.DurationVar(&r.timeout, "registry-timeout", 10*time.Second, "give up on one registry request after this long (429 and 5xx answers are retried with backoff)")
-	fs.IntVar(&r.concurrency, "registry-concurrency", 8, "image references checked at once")
+	fs.IntVar(&r.concurrency, "registry-concurrency", registry.DefaultConcurrency, "image references checked at once")
 }
 
 func (r *registryFlags) validate() error {

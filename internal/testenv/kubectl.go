@@ -1,0 +1,128 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+const kubectlPkg = "k8s.io/kubernetes/cmd/kubectl"
+
+var (
+	kubectlMu  sync.Mutex
+	kubectlBin string
+)
+
+// Kubectl returns the path of a kubectl built from the same k8s.io/kubernetes release as the
+// test kube-apiserver (KubernetesVersion), building it once per machine from the Go module
+// proxy into the same cache directory as kube-apiserver. Parallel processes wait on a file
+// lock instead of building twice. With UNSTICK_TESTENV_BIN_DIR set, a kubectl found there is
+// used as is.
+func Kubectl(ctx context.Context) (string, error) {
+	kubectlMu.Lock()
+	defer kubectlMu.Unlock()
+	if kubectlBin != "" {
+		return kubectlBin, nil
+	}
+	if dir := os.Getenv(binDirEnv); dir != "" {
+		if p := filepath.Join(dir, "kubectl"+exeSuffix()); isExecutable(p) {
+			kubectlBin = p
+			return p, nil
+		}
+	}
+	dir, err := BinaryDir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "kubectl"+exeSuffix())
+	if !kubectlBuilt(dir) {
+		if err := buildKubectlLocked(ctx, dir); err != nil {
+			return "", err
+		}
+	}
+	kubectlBin = p
+	return p, nil
+}
+
+const kubectlStamp = "kubectl.complete"
+
+func kubectlBuilt(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, kubectlStamp))
+	return err == nil && isExecutable(filepath.Join(dir, "kubectl"+exeSuffix()))
+}
+
+func buildKubectlLocked(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("testenv: creating cache directory: %w", err)
+	}
+	lock := dir + ".kubectl.lock"
+	unlock, err := lockFile(ctx, lock, func() {
+		logf("another process is building kubectl into %s; waiting for it", dir)
+	})
+	if err != nil {
+		return fmt.Errorf("testenv: locking %s: %w", lock, err)
+	}
+	defer unlock()
+	if kubectlBuilt(dir) {
+		return nil
+	}
+	return buildKubectl(ctx, dir)
+}
+
+// buildKubectl builds k8s.io/kubernetes/cmd/kubectl the way build makes kube-apiserver: a
+// throwaway module requiring k8s.io/kubernetes with its ./staging replaces pointed at the
+// published staging modules (k8s.io/kubectl among them).
+func buildKubectl(ctx context.Context, dir string) error {
+	goBin, err := goTool()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	logf("building kubectl %s into %s from the Go module proxy (first use only: a few minutes)", KubernetesVersion, dir)
+	work, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return fmt.Errorf("testenv: creating build directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	run := func(args ...string) ([]byte, error) {
+		return runGo(ctx, goBin, work, start, args...)
+	}
+	out, err := run("mod", "download", "-json", kubernetesModule+"@"+KubernetesVersion)
+	if err != nil {
+		return fmt.Errorf("testenv: downloading %s@%s: %w", kubernetesModule, KubernetesVersion, err)
+	}
+	var mod struct{ GoMod, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.GoMod == "" {
+		return fmt.Errorf("testenv: locating the go.mod of %s@%s: %v %s", kubernetesModule, KubernetesVersion, err, mod.Error)
+	}
+	kgomod, err := os.ReadFile(mod.GoMod)
+	if err != nil {
+		return fmt.Errorf("testenv: reading %s: %w", mod.GoMod, err)
+	}
+	staging := stagingModules(kgomod)
+	if len(staging) == 0 {
+		return fmt.Errorf("testenv: %s has no ./staging replace directives; the build recipe needs updating", mod.GoMod)
+	}
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), buildGoMod(staging), 0o644); err != nil {
+		return fmt.Errorf("testenv: writing the build module: %w", err)
+	}
+	if _, err := run("get", kubectlPkg+"@"+KubernetesVersion); err != nil {
+		return fmt.Errorf("testenv: resolving modules for kubectl: %w", err)
+	}
+	tmp := filepath.Join(work, "kubectl"+exeSuffix())
+	if _, err := run("build", "-trimpath", "-ldflags", versionLDFlags(), "-o", tmp, kubectlPkg); err != nil {
+		return fmt.Errorf("testenv: building kubectl: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "kubectl"+exeSuffix())); err != nil {
+		return fmt.Errorf("testenv: installing kubectl: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, kubectlStamp), []byte(KubernetesVersion+"\n"), 0o644); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	logf("built kubectl in %s", time.Since(start).Round(time.Second))
+	return nil
+}
