@@ -119,7 +119,11 @@ func (r Ref) Floating() bool {
 func (r Ref) Familiar() string {
 	name := r.Name()
 	if r.Registry == DefaultRegistry {
-		name = strings.TrimPrefix(r.Repository, "library/")
+		name = r.Repository
+		// "library/" goes only from an official image: docker.io/library/a/b is not a/b.
+		if rest, ok := strings.CutPrefix(name, "library/"); ok && !strings.Contains(rest, "/") {
+			name = rest
+		}
 	}
 	if r.Tag != "" {
 		name += ":" + r.Tag
