@@ -83,7 +83,7 @@ func (b *Builder) MarkCRDsCollected(cluster string) {
 func (b *Builder) cluster(name string) *Cluster {
 	c := b.clusters[name]
 	if c == nil {
-		c = &Cluster{Name: name, Logs: map[string]*Log{}, sources: map[string]string{}, objIndex: map[string]any{}, contentIx: map[string]bool{}}
+		c = &Cluster{Name: name, Logs: map[string]*Log{}, sources: map[string]string{}, objIndex: map[string]*Object{}, contentIx: map[string]bool{}}
 		b.clusters[name] = c
 	}
 	return c
@@ -342,9 +342,15 @@ func coreEvent(ev *eventsv1.Event) *corev1.Event {
 }
 
 func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
-	if _, dup := c.objIndex[o.key]; dup {
-		// The same object twice (a dump and a list, say): the first copy wins.
-		return
+	if old := c.objIndex[o.key]; old != nil {
+		// The same object twice (a dump and a list, say): the copy read from the file that
+		// sorts first wins, whichever was read first, so the same bundle always gives the
+		// same snapshot.
+		if src >= c.sourceOf(o.key) {
+			return
+		}
+		c.remove(old)
+		delete(c.sources, o.key)
 	}
 	switch t := o.obj.(type) {
 	case *corev1.Pod:
@@ -398,7 +404,7 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 	case *Unstructured:
 		c.Other = append(c.Other, t)
 	}
-	c.objIndex[o.key] = o.obj
+	c.objIndex[o.key] = o
 	// A live source names every object of a cluster alike: one copy, not one per object.
 	if len(c.objIndex) == 1 {
 		c.source = src
@@ -406,6 +412,64 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 	if src != c.source {
 		c.sources[o.key] = src
 	}
+}
+
+// remove takes a duplicate's first copy out of the typed sets (rare: only duplicates come here).
+func (c *Cluster) remove(old *Object) {
+	switch t := old.obj.(type) {
+	case *corev1.Pod:
+		c.Pods = without(c.Pods, t)
+	case *corev1.Node:
+		c.Nodes = without(c.Nodes, t)
+	case *corev1.Event:
+		c.Events = without(c.Events, t)
+	case *corev1.Namespace:
+		c.Namespaces = without(c.Namespaces, t)
+	case *corev1.ConfigMap:
+		c.ConfigMaps = without(c.ConfigMaps, t)
+	case *corev1.Secret:
+		c.Secrets = without(c.Secrets, t)
+		if old.helm != nil {
+			c.HelmReleases = without(c.HelmReleases, old.helm)
+		}
+	case *corev1.ResourceQuota:
+		c.ResourceQuotas = without(c.ResourceQuotas, t)
+	case *appsv1.Deployment:
+		c.Deployments = without(c.Deployments, t)
+	case *appsv1.ReplicaSet:
+		c.ReplicaSets = without(c.ReplicaSets, t)
+	case *appsv1.DaemonSet:
+		c.DaemonSets = without(c.DaemonSets, t)
+	case *batchv1.Job:
+		c.Jobs = without(c.Jobs, t)
+	case *CRD:
+		c.CRDs = without(c.CRDs, t)
+	case *fleetv1.Cluster:
+		c.FleetClusters = without(c.FleetClusters, t)
+	case *fleetv1.Bundle:
+		c.Bundles = without(c.Bundles, t)
+	case *fleetv1.BundleDeployment:
+		c.BundleDeployments = without(c.BundleDeployments, t)
+	case *fleetv1.ClusterRegistration:
+		c.ClusterRegistrations = without(c.ClusterRegistrations, t)
+	case *fleetContent:
+		c.Contents = without(c.Contents, t.name)
+	case *suc.Plan:
+		c.Plans = without(c.Plans, t)
+	case *EtcdSnapshot:
+		c.EtcdSnapshots = without(c.EtcdSnapshots, t)
+	case *Unstructured:
+		c.Other = without(c.Other, t)
+	}
+}
+
+func without[T comparable](s []T, x T) []T {
+	for i, v := range s {
+		if v == x {
+			return append(s[:i:i], s[i+1:]...)
+		}
+	}
+	return s
 }
 
 var sourceLine = regexp.MustCompile(`^(.*?):(\d+)(?: .*)?$`)

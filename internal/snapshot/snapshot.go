@@ -85,7 +85,7 @@ type Cluster struct {
 	sources   map[string]string // object key → file:line it was read from, when not source
 	source    string            // where most objects were read from (a live cluster: all)
 	eventsBy  map[string][]*corev1.Event
-	objIndex  map[string]any
+	objIndex  map[string]*Object
 	contentIx map[string]bool
 }
 
@@ -147,18 +147,25 @@ func LogKey(namespace, pod, container string) string { return namespace + "/" + 
 // Source returns where an object was read from ("file:line" or "live"), if known.
 func (c *Cluster) Source(kind, namespace, name string) string {
 	k := Key(kind, namespace, name)
-	if src, ok := c.sources[k]; ok {
+	if _, ok := c.objIndex[k]; !ok {
+		return ""
+	}
+	return c.sourceOf(k)
+}
+
+func (c *Cluster) sourceOf(key string) string {
+	if src, ok := c.sources[key]; ok {
 		return src
 	}
-	if _, ok := c.objIndex[k]; ok {
-		return c.source
-	}
-	return ""
+	return c.source
 }
 
 // Get returns the typed object of that kind/namespace/name, or nil.
 func (c *Cluster) Get(kind, namespace, name string) any {
-	return c.objIndex[Key(kind, namespace, name)]
+	if o := c.objIndex[Key(kind, namespace, name)]; o != nil {
+		return o.obj
+	}
+	return nil
 }
 
 // EventsFor returns the events whose involvedObject is kind/namespace/name, oldest first.
