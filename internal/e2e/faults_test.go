@@ -112,7 +112,9 @@ func faultScan(t *testing.T, kubeconfig string, timeout time.Duration) (scanResu
 		t.Errorf("scan with --timeout %s took %s", timeout, took)
 	}
 	switch code {
-	case 3:
+	case 3, 0:
+		// 0: nothing found at or above --fail-on, which under heavy faults can be because
+		// the reads that would have shown it failed; callers check those are under errors.
 		return parse(t, out, errOut), code
 	case 1:
 		if strings.TrimSpace(errOut) == "" {
@@ -120,7 +122,7 @@ func faultScan(t *testing.T, kubeconfig string, timeout time.Duration) (scanResu
 		}
 		return scanResult{}, code
 	default:
-		t.Fatalf("scan exit %d (want 3, or 1 when no cluster could be read)\nstdout: %.2000s\nstderr: %.2000s", code, out, errOut)
+		t.Fatalf("scan exit %d (want 3 or 0 with a report, or 1 when no cluster could be read)\nstdout: %.2000s\nstderr: %.2000s", code, out, errOut)
 	}
 	return scanResult{}, code
 }
@@ -200,7 +202,7 @@ func TestFaultScan(t *testing.T) {
 			if n == 0 {
 				t.Errorf("no fault was injected")
 			}
-			if code != 3 {
+			if code == 1 {
 				return // no cluster read: faultScan checked the reason was given
 			}
 			checkLossReported(t, base, got, baseErrs)

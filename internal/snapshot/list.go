@@ -15,7 +15,7 @@ import (
 // listDecoders are the kinds whose List decodes straight into typed items: the kinds kept
 // as their plain Kubernetes or Fleet type, with nothing to tolerate on the way in (Secrets
 // are decoded leniently and Plans, events.k8s.io Events and CRDs into views, item by item).
-var listDecoders = map[string]func(apiVersion, kind string, data []byte) ([]*Object, bool){
+var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bool) ([]*Object, string, bool){
 	"/Pod":                                decodeList[corev1.Pod],
 	"/Node":                               decodeList[corev1.Node],
 	"/Event":                              decodeList[corev1.Event],
@@ -43,8 +43,30 @@ func PrepareList(apiVersion, kind string, data []byte) (objs []*Object, ok bool)
 	if dec == nil {
 		return nil, false
 	}
-	return dec(apiVersion, kind, data)
+	objs, _, ok = dec(apiVersion, kind, data, false)
+	return objs, ok
 }
+
+// PreparePage decodes one page of a LIST answered by an API server for apiVersion/kind
+// straight into typed objects, and returns the page's continue token. An API server leaves
+// apiVersion and kind out of the items of built-in kinds; they are filled in. ok is false
+// for a kind without a plain typed form or an item of another kind: the caller reads the
+// page the general way.
+func PreparePage(apiVersion, kind string, data []byte) (objs []*Object, cont string, ok bool) {
+	dec := listDecoders[groupOf(apiVersion)+"/"+kind]
+	if dec == nil {
+		return nil, "", false
+	}
+	return dec(apiVersion, kind, data, true)
+}
+
+// HasPageDecoder reports whether PreparePage can read pages of this kind.
+func HasPageDecoder(apiVersion, kind string) bool {
+	return listDecoders[groupOf(apiVersion)+"/"+kind] != nil
+}
+
+// Typed is the decoded object (*corev1.Pod, *fleetv1.BundleDeployment, ...); read-only.
+func (o *Object) Typed() any { return o.obj }
 
 func groupOf(apiVersion string) string {
 	if i := strings.Index(apiVersion, "/"); i >= 0 {
@@ -57,23 +79,27 @@ func decodeList[T any, P interface {
 	*T
 	metav1.Object
 	runtime.Object
-}](apiVersion, kind string, data []byte) ([]*Object, bool) {
+}](apiVersion, kind string, data []byte, page bool) ([]*Object, string, bool) {
 	var list struct {
-		Kind  string `json:"kind"`
-		Items []T    `json:"items"`
+		Kind     string          `json:"kind"`
+		Metadata metav1.ListMeta `json:"metadata"`
+		Items    []T             `json:"items"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil || !strings.HasSuffix(list.Kind, "List") {
-		return nil, false
+		return nil, "", false
 	}
 	out := make([]*Object, len(list.Items))
 	for i := range list.Items {
 		p := P(&list.Items[i])
 		tm, ok := p.GetObjectKind().(*metav1.TypeMeta)
+		if ok && page && tm.APIVersion == "" && tm.Kind == "" {
+			tm.APIVersion, tm.Kind = apiVersion, kind
+		}
 		if !ok || tm.APIVersion != apiVersion || tm.Kind != kind || p.GetName() == "" {
-			return nil, false
+			return nil, "", false
 		}
 		p.SetManagedFields(nil)
 		out[i] = finish(apiVersion, kind, p.GetNamespace(), p.GetName(), p)
 	}
-	return out, true
+	return out, list.Metadata.Continue, true
 }
