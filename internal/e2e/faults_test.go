@@ -596,12 +596,7 @@ func TestFaultFixApply(t *testing.T) {
 					t.Fatalf("rerun exit %d", code)
 				}
 			}
-			if got := changed(before, everything(t, cfg)); !sameSet(got, want) {
-				t.Errorf("changed objects:\n  got  %v\n  want %v", got, want)
-			}
-			if jw := journalWrites(t, dir)["prod-eu-1"]; !sameSet(jw, want) {
-				t.Errorf("journal writes %v, want %v", jw, want)
-			}
+			checkChangedAndJournaled(t, before, everything(t, cfg), dir, want)
 			checkRolledBackOnce(t, f, dir)
 			checkReleaseRecords(t, f)
 		})
@@ -695,12 +690,7 @@ func TestFaultFixApplyLostAnswers(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("fix --apply exit %d, want 0", code)
 			}
-			if got := changed(before, everything(t, cfg)); !sameSet(got, want) {
-				t.Errorf("changed objects:\n  got  %v\n  want %v", got, want)
-			}
-			if jw := journalWrites(t, dir)["prod-eu-1"]; !sameSet(jw, want) {
-				t.Errorf("journal writes %v, want %v", jw, want)
-			}
+			checkChangedAndJournaled(t, before, everything(t, cfg), dir, want)
 			terminal, applied := terminalCount(t, dir)
 			for id, n := range applied {
 				if n != 1 || terminal[id] != 1 {
@@ -745,5 +735,17 @@ func TestFaultServeStartRetries(t *testing.T) {
 	if !waitFor(10*time.Second, same) {
 		t.Fatalf("after start-up faults serve judges differently from a fault-free serve:\n%s",
 			diff(reportKeys(clean.srv.Report()), reportKeys(faulty.srv.Report())))
+	}
+}
+
+// checkChangedAndJournaled asserts that exactly want changed between before and after, and
+// that the journal in dir names exactly those writes.
+func checkChangedAndJournaled(t *testing.T, before, after map[string]objState, dir string, want []string) {
+	t.Helper()
+	if got := changed(before, after); !sameSet(got, want) {
+		t.Errorf("changed objects:\n  got  %v\n  want %v", got, want)
+	}
+	if jw := journalWrites(t, dir)["prod-eu-1"]; !sameSet(jw, want) {
+		t.Errorf("journal writes %v, want %v", jw, want)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -147,18 +146,7 @@ func TestServeRBACScanRoleIsEnough(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rules []rbacv1.PolicyRule
-		for _, rule := range cur.Rules {
-			var res []string
-			for _, r := range rule.Resources {
-				if r != "secrets" {
-					res = append(res, r)
-				}
-			}
-			rule.Resources = res
-			rules = append(rules, rule)
-		}
-		cur.Rules = rules
+		cur.Rules = withoutResource(cur.Rules, "secrets")
 		if _, err := admin.RbacV1().ClusterRoles().Update(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}

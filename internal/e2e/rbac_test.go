@@ -44,6 +44,22 @@ func scanRoleEnv(t *testing.T) (admin kubernetes.Interface, role *rbacv1.Cluster
 	return admin, role, saCfg, kubeconfig
 }
 
+// withoutResource is rules with resource taken out of every rule.
+func withoutResource(rules []rbacv1.PolicyRule, resource string) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, rule := range rules {
+		var res []string
+		for _, r := range rule.Resources {
+			if r != resource {
+				res = append(res, r)
+			}
+		}
+		rule.Resources = res
+		out = append(out, rule)
+	}
+	return out
+}
+
 func applyScanRole(t *testing.T, cs kubernetes.Interface) *rbacv1.ClusterRole {
 	t.Helper()
 	ctx := context.Background()
@@ -109,17 +125,7 @@ func TestScanWithLeastPrivilege(t *testing.T) {
 	}
 
 	// Take Secrets away: the scan goes on and says what it could not read.
-	var rules []rbacv1.PolicyRule
-	for _, rule := range role.Rules {
-		var res []string
-		for _, r := range rule.Resources {
-			if r != "secrets" {
-				res = append(res, r)
-			}
-		}
-		rule.Resources = res
-		rules = append(rules, rule)
-	}
+	rules := withoutResource(role.Rules, "secrets")
 	cur, err := admin.RbacV1().ClusterRoles().Get(t.Context(), role.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

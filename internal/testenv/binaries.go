@@ -94,6 +94,32 @@ func BinaryDir() (string, error) {
 
 const stampFile = "complete"
 
+// writeBuildModule writes, into the build directory work, a go.mod from which commands of
+// k8s.io/kubernetes build. Kubernetes' go.mod replaces every k8s.io staging module with
+// ./staging/src/...; a module that requires k8s.io/kubernetes must say where those come from.
+func writeBuildModule(run func(args ...string) ([]byte, error), work string) error {
+	out, err := run("mod", "download", "-json", kubernetesModule+"@"+KubernetesVersion)
+	if err != nil {
+		return fmt.Errorf("testenv: downloading %s@%s: %w", kubernetesModule, KubernetesVersion, err)
+	}
+	var mod struct{ GoMod, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.GoMod == "" {
+		return fmt.Errorf("testenv: locating the go.mod of %s@%s: %v %s", kubernetesModule, KubernetesVersion, err, mod.Error)
+	}
+	kgomod, err := os.ReadFile(mod.GoMod)
+	if err != nil {
+		return fmt.Errorf("testenv: reading %s: %w", mod.GoMod, err)
+	}
+	staging := stagingModules(kgomod)
+	if len(staging) == 0 {
+		return fmt.Errorf("testenv: %s has no ./staging replace directives; the build recipe needs updating", mod.GoMod)
+	}
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), buildGoMod(staging), 0o644); err != nil {
+		return fmt.Errorf("testenv: writing the build module: %w", err)
+	}
+	return nil
+}
+
 func built(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, stampFile))
 	return err == nil && isExecutable(filepath.Join(dir, "kube-apiserver")) && isExecutable(filepath.Join(dir, "etcd"))
@@ -160,26 +186,8 @@ func build(ctx context.Context, dir string) error {
 		return runGo(ctx, goBin, work, start, args...)
 	}
 
-	// Kubernetes' go.mod replaces every k8s.io staging module with ./staging/src/...;
-	// a module that requires k8s.io/kubernetes must say where those come from.
-	out, err := run("mod", "download", "-json", kubernetesModule+"@"+KubernetesVersion)
-	if err != nil {
-		return fmt.Errorf("testenv: downloading %s@%s: %w", kubernetesModule, KubernetesVersion, err)
-	}
-	var mod struct{ GoMod, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.GoMod == "" {
-		return fmt.Errorf("testenv: locating the go.mod of %s@%s: %v %s", kubernetesModule, KubernetesVersion, err, mod.Error)
-	}
-	kgomod, err := os.ReadFile(mod.GoMod)
-	if err != nil {
-		return fmt.Errorf("testenv: reading %s: %w", mod.GoMod, err)
-	}
-	staging := stagingModules(kgomod)
-	if len(staging) == 0 {
-		return fmt.Errorf("testenv: %s has no ./staging replace directives; the build recipe needs updating", mod.GoMod)
-	}
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), buildGoMod(staging), 0o644); err != nil {
-		return fmt.Errorf("testenv: writing the build module: %w", err)
+	if err := writeBuildModule(run, work); err != nil {
+		return err
 	}
 	if _, err := run("get", apiserverPkg+"@"+KubernetesVersion, etcdModule+"@"+EtcdVersion); err != nil {
 		return fmt.Errorf("testenv: resolving modules for kube-apiserver and etcd: %w", err)

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,24 +90,8 @@ func buildKubectl(ctx context.Context, dir string) error {
 	run := func(args ...string) ([]byte, error) {
 		return runGo(ctx, goBin, work, start, args...)
 	}
-	out, err := run("mod", "download", "-json", kubernetesModule+"@"+KubernetesVersion)
-	if err != nil {
-		return fmt.Errorf("testenv: downloading %s@%s: %w", kubernetesModule, KubernetesVersion, err)
-	}
-	var mod struct{ GoMod, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.GoMod == "" {
-		return fmt.Errorf("testenv: locating the go.mod of %s@%s: %v %s", kubernetesModule, KubernetesVersion, err, mod.Error)
-	}
-	kgomod, err := os.ReadFile(mod.GoMod)
-	if err != nil {
-		return fmt.Errorf("testenv: reading %s: %w", mod.GoMod, err)
-	}
-	staging := stagingModules(kgomod)
-	if len(staging) == 0 {
-		return fmt.Errorf("testenv: %s has no ./staging replace directives; the build recipe needs updating", mod.GoMod)
-	}
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), buildGoMod(staging), 0o644); err != nil {
-		return fmt.Errorf("testenv: writing the build module: %w", err)
+	if err := writeBuildModule(run, work); err != nil {
+		return err
 	}
 	if _, err := run("get", kubectlPkg+"@"+KubernetesVersion); err != nil {
 		return fmt.Errorf("testenv: resolving modules for kubectl: %w", err)
