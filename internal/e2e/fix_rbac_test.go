@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -11,11 +10,9 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
@@ -23,32 +20,7 @@ import (
 // applyFixRoles creates what deploy/rbac/fix.yaml declares, as an administrator would.
 func applyFixRoles(t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "rbac", "fix.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			t.Fatal(err)
-		}
-		switch meta.Kind {
-		case "ClusterRole":
-			var r rbacv1.ClusterRole
-			mustUnmarshal(t, doc, &r)
-			if _, err := cs.RbacV1().ClusterRoles().Create(context.Background(), &r, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		case "ClusterRoleBinding":
-			var r rbacv1.ClusterRoleBinding
-			mustUnmarshal(t, doc, &r)
-			if _, err := cs.RbacV1().ClusterRoleBindings().Create(context.Background(), &r, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			t.Fatalf("unexpected %q in deploy/rbac/fix.yaml", meta.Kind)
-		}
-	}
+	applyRBAC(t, cs, "fix.yaml")
 }
 
 // waitAllowed waits until the RBAC authorizer has seen new bindings.

@@ -62,12 +62,23 @@ func withoutResource(rules []rbacv1.PolicyRule, resource string) []rbacv1.Policy
 
 func applyScanRole(t *testing.T, cs kubernetes.Interface) *rbacv1.ClusterRole {
 	t.Helper()
+	roles := applyRBAC(t, cs, "scan.yaml")
+	if len(roles) != 1 {
+		t.Fatalf("deploy/rbac/scan.yaml has %d ClusterRoles, want 1", len(roles))
+	}
+	return roles[0]
+}
+
+// applyRBAC creates what deploy/rbac/FILE declares, as an administrator would, and returns
+// its ClusterRoles.
+func applyRBAC(t *testing.T, cs kubernetes.Interface, file string) []*rbacv1.ClusterRole {
+	t.Helper()
 	ctx := context.Background()
-	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "rbac", "scan.yaml"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "rbac", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var role *rbacv1.ClusterRole
+	var roles []*rbacv1.ClusterRole
 	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
@@ -82,11 +93,12 @@ func applyScanRole(t *testing.T, cs kubernetes.Interface) *rbacv1.ClusterRole {
 				t.Fatal(err)
 			}
 		case "ClusterRole":
-			role = &rbacv1.ClusterRole{}
+			role := &rbacv1.ClusterRole{}
 			mustUnmarshal(t, doc, role)
 			if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			roles = append(roles, role)
 		case "ClusterRoleBinding":
 			var crb rbacv1.ClusterRoleBinding
 			mustUnmarshal(t, doc, &crb)
@@ -94,13 +106,10 @@ func applyScanRole(t *testing.T, cs kubernetes.Interface) *rbacv1.ClusterRole {
 				t.Fatal(err)
 			}
 		default:
-			t.Fatalf("unexpected %q in deploy/rbac/scan.yaml", meta.Kind)
+			t.Fatalf("unexpected %q in deploy/rbac/%s", meta.Kind, file)
 		}
 	}
-	if role == nil {
-		t.Fatal("deploy/rbac/scan.yaml has no ClusterRole")
-	}
-	return role
+	return roles
 }
 
 func mustUnmarshal(t *testing.T, doc []byte, into any) {
