@@ -86,6 +86,9 @@ func TestScenariosScanTheSameLive(t *testing.T) {
 			if d := diff(off.roots(), live.roots()); d != "" {
 				t.Errorf("live incidents differ from offline:\n%s", d)
 			}
+			if t.Failed() {
+				t.Logf("live scan errors: %+v\nstderr: %s", live.Errors, liveErr)
+			}
 		})
 	}
 }

@@ -52,6 +52,9 @@ func (l *loader) replaceCRD(ctx context.Context, it *item) error {
 	return nil
 }
 
+// crdRemovalTimeout bounds the wait for a removed CRD to disappear.
+const crdRemovalTimeout = 3 * time.Minute
+
 // pruneCRDs removes the installed Fleet and SUC CRDs that the bundle's CRD list lacks, and
 // waits until they are gone.
 func (l *loader) pruneCRDs(ctx context.Context, items []*item) error {
@@ -78,13 +81,16 @@ func (l *loader) pruneCRDs(ctx context.Context, items []*item) error {
 		}
 		removed = append(removed, crd.GetName())
 	}
+	// A CRD that is still terminating is still listed, so a scan would find it present: the
+	// load is not done until it is gone. The apiextensions finalizer can take tens of seconds
+	// on a loaded machine (it removes the CRD's objects first), hence the generous bound.
 	for _, name := range removed {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdRemovalTimeout, true, func(ctx context.Context) (bool, error) {
 			_, err := l.dyn.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
-			l.warnf("CRD %s: still being removed after 30s", name)
+			return fmt.Errorf("testenv: CRD %s not in the bundle is still being removed after %s: %w", name, crdRemovalTimeout, err)
 		}
 	}
 	sort.Strings(removed)
