@@ -17,14 +17,14 @@ import (
 type agentState struct {
 	mgmt    *snapshot.Cluster
 	fc      *fleetv1.Cluster
-	agentBD *fleetv1.BundleDeployment // the fleet-agent-<cluster> BundleDeployment, if read
+	agentBD *snapshot.BundleDeployment // the fleet-agent-<cluster> BundleDeployment, if read
 }
 
 func agentStates(s *snapshot.Snapshot) []agentState {
 	var out []agentState
 	for _, m := range s.Management() {
 		ix := newFleetIndex(m)
-		byCluster := map[*fleetv1.Cluster]*fleetv1.BundleDeployment{}
+		byCluster := map[*fleetv1.Cluster]*snapshot.BundleDeployment{}
 		for _, bd := range m.BundleDeployments {
 			if fleet.IsAgentBundle(fleet.BundleName(bd)) {
 				if fc := ix.forBD(m, bd); fc != nil {
@@ -55,7 +55,7 @@ func agentVars(fc *fleetv1.Cluster) map[string]string {
 }
 
 // conditionSince is when a generic condition last changed.
-func bdConditionTime(bd *fleetv1.BundleDeployment, typ string) time.Time {
+func bdConditionTime(bd *snapshot.BundleDeployment, typ string) time.Time {
 	if c := fleet.Condition(bd.Status.Conditions, typ); c != nil {
 		return earliest(snapshot.ParseTime(c.LastTransitionTime), snapshot.ParseTime(c.LastUpdateTime))
 	}

@@ -16,7 +16,7 @@ import (
 
 // bdMessage is the most telling message a BundleDeployment carries: a False Deployed or
 // Ready condition's message, else the display message.
-func bdMessage(bd *fleetv1.BundleDeployment) string {
+func bdMessage(bd *snapshot.BundleDeployment) string {
 	for _, typ := range []string{"Deployed", "Ready", "Monitored"} {
 		if c := fleet.Condition(bd.Status.Conditions, typ); c != nil && string(c.Status) == "False" && c.Message != "" {
 			return c.Message
@@ -56,7 +56,7 @@ var fleetBundles = Check{
 					}
 					f.Evidence = bdEvidence(m, bd, st, msg)
 					f.Since = timePtr(since)
-					f.Vars = map[string]string{"bundle": bundle, "fleet-namespace": bd.Labels[fleet.LabelBundleNamespace]}
+					f.Vars = map[string]string{"bundle": bundle, "fleet-namespace": bd.Labels.Get(fleet.LabelBundleNamespace)}
 					if fc != nil && fleet.IsAgentBundle(bundle) {
 						f.Vars = agentVars(fc)
 						f.Vars["bundle"] = bundle
@@ -110,7 +110,7 @@ var fleetBundles = Check{
 // lastUpdateTime whenever the message changes, so each is at or after the moment the wait
 // began. The earlier of the two is therefore still a safe lower bound of the wait. Zero when
 // neither was collected: the wait cannot be timed and is not reported.
-func waitAppliedSince(m *snapshot.Cluster, bd *fleetv1.BundleDeployment, fc *fleetv1.Cluster) time.Time {
+func waitAppliedSince(m *snapshot.Cluster, bd *snapshot.BundleDeployment, fc *fleetv1.Cluster) time.Time {
 	var ts []time.Time
 	if b := bundleOf(m, bd); b != nil {
 		if c := fleet.Condition(b.Status.Conditions, "Ready"); c != nil && string(c.Status) == "False" {
@@ -126,8 +126,8 @@ func waitAppliedSince(m *snapshot.Cluster, bd *fleetv1.BundleDeployment, fc *fle
 }
 
 // bundleOf returns the Bundle a BundleDeployment was made from, if it was collected.
-func bundleOf(m *snapshot.Cluster, bd *fleetv1.BundleDeployment) *fleetv1.Bundle {
-	name, ns := fleet.BundleName(bd), bd.Labels[fleet.LabelBundleNamespace]
+func bundleOf(m *snapshot.Cluster, bd *snapshot.BundleDeployment) *fleetv1.Bundle {
+	name, ns := fleet.BundleName(bd), bd.Labels.Get(fleet.LabelBundleNamespace)
 	for _, b := range m.Bundles {
 		if b.Name == name && (ns == "" || b.Namespace == ns) {
 			return b
@@ -196,14 +196,14 @@ var fleetContent = Check{
 
 // needsContent reports whether the agent must still fetch a Content object for the
 // BundleDeployment's current deploymentID.
-func needsContent(bd *fleetv1.BundleDeployment) bool {
+func needsContent(bd *snapshot.BundleDeployment) bool {
 	if bd.Spec.OCIContents || bd.Spec.HelmChartOptions != nil {
 		return false
 	}
 	return bd.Spec.DeploymentID != "" && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID
 }
 
-func bdTexts(bd *fleetv1.BundleDeployment) []string {
+func bdTexts(bd *snapshot.BundleDeployment) []string {
 	var out []string
 	for _, c := range bd.Status.Conditions {
 		if c.Message != "" {
@@ -222,7 +222,7 @@ func genericBundle(name string) string {
 	return name
 }
 
-func bdEvidence(m *snapshot.Cluster, bd *fleetv1.BundleDeployment, st, msg string) []finding.Evidence {
+func bdEvidence(m *snapshot.Cluster, bd *snapshot.BundleDeployment, st, msg string) []finding.Evidence {
 	src := sourceOf(m, bdRef(bd))
 	out := []finding.Evidence{ev(src, "state=%s deploymentID=%s appliedDeploymentID=%s ready=%t nonModified=%t",
 		st, shortID(bd.Spec.DeploymentID), orDash(shortID(bd.Status.AppliedDeploymentID)), bd.Status.Ready, bd.Status.NonModified)}
@@ -233,7 +233,7 @@ func bdEvidence(m *snapshot.Cluster, bd *fleetv1.BundleDeployment, st, msg strin
 }
 
 // notReadySummary and modifiedSummary use Fleet's own rendering of the first few resources.
-func notReadySummary(bd *fleetv1.BundleDeployment) string {
+func notReadySummary(bd *snapshot.BundleDeployment) string {
 	var parts []string
 	for i, st := range bd.Status.NonReadyStatus {
 		if i == 3 {
@@ -244,7 +244,7 @@ func notReadySummary(bd *fleetv1.BundleDeployment) string {
 	return strings.Join(parts, "; ")
 }
 
-func modifiedSummary(bd *fleetv1.BundleDeployment) string {
+func modifiedSummary(bd *snapshot.BundleDeployment) string {
 	var parts []string
 	for i, st := range bd.Status.ModifiedStatus {
 		if i == 3 {

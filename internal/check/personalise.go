@@ -1,6 +1,8 @@
 package check
 
 import (
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -20,33 +22,66 @@ func personalise(f *finding.Finding) {
 	}
 	// A key "name@word" fills <name> only in commands that contain word: <n+1> is the next
 	// redeployAgentGeneration in one command and the next forceSyncGeneration in another.
-	pairs := make([]string, 0, 2*len(vars))
-	scoped := map[string][]string{}
+	// Scoped placeholders are filled first, then the others, each in one pass over the
+	// command (a fleet-wide scan personalises tens of thousands of findings: no Replacer is
+	// built per finding).
+	var words []string
 	for k, v := range vars {
-		if v == "" {
-			continue
+		if _, word, ok := strings.Cut(k, "@"); ok && v != "" && !slices.Contains(words, word) {
+			words = append(words, word)
 		}
-		if name, word, ok := strings.Cut(k, "@"); ok {
-			scoped[word] = append(scoped[word], "<"+name+">", v)
-			continue
-		}
-		pairs = append(pairs, "<"+k+">", v)
 	}
-	r := strings.NewReplacer(pairs...)
+	sort.Strings(words)
 	steps := make([]finding.Step, len(f.Remediation))
 	for i, s := range f.Remediation {
 		s.Commands = append([]string(nil), s.Commands...)
 		for j, c := range s.Commands {
-			for word, p := range scoped {
+			for _, word := range words {
 				if strings.Contains(c, word) {
-					c = strings.NewReplacer(p...).Replace(c)
+					c = fill(c, func(name string) string { return vars[name+"@"+word] })
 				}
 			}
-			s.Commands[j] = r.Replace(c)
+			s.Commands[j] = fill(c, func(name string) string {
+				if strings.Contains(name, "@") {
+					return ""
+				}
+				return vars[name]
+			})
 		}
 		steps[i] = s
 	}
 	f.Remediation = steps
+}
+
+// fill replaces every <name> in s for which value returns a non-empty string, in one pass:
+// replaced text is not read again, and an unknown <...> is left as it is.
+func fill(s string, value func(name string) string) string {
+	var b strings.Builder
+	done, changed := 0, false // s[:done] is in b once something changed
+	for i := 0; i < len(s); {
+		k := strings.IndexByte(s[i:], '<')
+		if k < 0 {
+			break
+		}
+		open := i + k
+		e := strings.IndexByte(s[open+1:], '>')
+		if e < 0 {
+			break
+		}
+		end := open + 1 + e
+		if v := value(s[open+1 : end]); v != "" {
+			b.WriteString(s[done:open])
+			b.WriteString(v)
+			done, i, changed = end+1, end+1, true
+			continue
+		}
+		i = open + 1
+	}
+	if !changed {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
 }
 
 // objectVars names the placeholders an object fills by its kind.

@@ -34,3 +34,22 @@ func TestPersonaliseFillsPlaceholders(t *testing.T) {
 		t.Error("personalise changed the catalogue's own ladder")
 	}
 }
+
+// fill replaces known placeholders only, once, and leaves any other angle brackets alone
+// (shell redirections and here-strings appear in real commands).
+func TestFillPlaceholders(t *testing.T) {
+	vars := map[string]string{"ns": "cattle-fleet-system", "pod": "<pod>", "x": "1"}
+	for in, want := range map[string]string{
+		"":                                 "",
+		"no placeholders":                  "no placeholders",
+		"kubectl -n <ns> logs <pod>":       "kubectl -n cattle-fleet-system logs <pod>",
+		"a<b<ns>>c":                        "a<bcattle-fleet-system>c",
+		"cat <<EOF <unknown> <ns":          "cat <<EOF <unknown> <ns",
+		"<x><x>< x>":                       "11< x>",
+		"echo <ns> > /tmp/out < /dev/null": "echo cattle-fleet-system > /tmp/out < /dev/null",
+	} {
+		if got := fill(in, func(k string) string { return vars[k] }); got != want {
+			t.Errorf("fill(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -24,7 +24,7 @@ func fleetClusterRef(c *fleetv1.Cluster) finding.ObjectRef {
 	return ref("fleet.cattle.io/v1alpha1", "Cluster", c.Namespace, c.Name)
 }
 
-func bdRef(bd *fleetv1.BundleDeployment) finding.ObjectRef {
+func bdRef(bd *snapshot.BundleDeployment) finding.ObjectRef {
 	return ref("fleet.cattle.io/v1alpha1", "BundleDeployment", bd.Namespace, bd.Name)
 }
 
@@ -81,11 +81,11 @@ func newFleetIndex(m *snapshot.Cluster) fleetIndex {
 }
 
 // forBD returns the Fleet Cluster a BundleDeployment targets.
-func (ix fleetIndex) forBD(m *snapshot.Cluster, bd *fleetv1.BundleDeployment) *fleetv1.Cluster {
+func (ix fleetIndex) forBD(m *snapshot.Cluster, bd *snapshot.BundleDeployment) *fleetv1.Cluster {
 	if c := ix.byNS[bd.Namespace]; c != nil {
 		return c
 	}
-	ns, name := bd.Labels[fleet.LabelClusterNS], bd.Labels[fleet.LabelClusterName]
+	ns, name := bd.Labels.Get(fleet.LabelClusterNS), bd.Labels.Get(fleet.LabelClusterName)
 	if name != "" {
 		for _, c := range m.FleetClusters {
 			if c.Name == name && (ns == "" || c.Namespace == ns) {

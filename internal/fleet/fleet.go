@@ -8,6 +8,8 @@ import (
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"github.com/rancher/wrangler/v3/pkg/genericcondition"
+
+	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // BundleDeployment states, as Fleet's summary computes them.
@@ -30,7 +32,7 @@ var StateRank = map[string]int{
 // BDState computes a BundleDeployment's state in the order Fleet's summary does: not yet
 // applied (ErrApplied when the Deployed condition is False, else WaitApplied), not ready,
 // staged but not deployed (OutOfSync), modified, else Ready.
-func BDState(bd *fleetv1.BundleDeployment) string {
+func BDState(bd *snapshot.BundleDeployment) string {
 	switch {
 	case bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID:
 		if c := Condition(bd.Status.Conditions, "Deployed"); c != nil && string(c.Status) == "False" {
@@ -73,8 +75,8 @@ const (
 )
 
 // BundleName is the Bundle a BundleDeployment comes from.
-func BundleName(bd *fleetv1.BundleDeployment) string {
-	if n := bd.Labels[LabelBundleName]; n != "" {
+func BundleName(bd *snapshot.BundleDeployment) string {
+	if n := bd.Labels.Get(LabelBundleName); n != "" {
 		return n
 	}
 	return bd.Name

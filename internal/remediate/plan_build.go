@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
@@ -226,7 +226,7 @@ func (pl *planner) object(cluster, apiVersion, kind, ns, name string) Object {
 		return o
 	}
 	switch v := c.Get(kind, ns, name).(type) {
-	case metav1.Object:
+	case identified:
 		o.UID, o.ResourceVersion = string(v.GetUID()), v.GetResourceVersion()
 	case *snapshot.Unstructured:
 		if md, ok := v.Object["metadata"].(map[string]any); ok {
@@ -237,7 +237,16 @@ func (pl *planner) object(cluster, apiVersion, kind, ns, name string) Object {
 	return o
 }
 
-func metaObject(cluster, apiVersion, kind string, m metav1.Object) Object {
+// identified is what a plan reads of a snapshot object to guard a change on it: Kubernetes'
+// types and unstick's slim ones (snapshot.BundleDeployment) have it.
+type identified interface {
+	GetNamespace() string
+	GetName() string
+	GetUID() types.UID
+	GetResourceVersion() string
+}
+
+func metaObject(cluster, apiVersion, kind string, m identified) Object {
 	return Object{Cluster: cluster, APIVersion: apiVersion, Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(),
 		UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion()}
 }

@@ -115,12 +115,12 @@ func (pl *planner) bundle(inc finding.Incident) []Attempt {
 	if m == nil || root.Object.Kind != "BundleDeployment" {
 		return nil
 	}
-	bd, _ := m.Get("BundleDeployment", root.Object.Namespace, root.Object.Name).(*fleetv1.BundleDeployment)
+	bd, _ := m.Get("BundleDeployment", root.Object.Namespace, root.Object.Name).(*snapshot.BundleDeployment)
 	if bd == nil {
 		return nil
 	}
 	name := fleet.BundleName(bd)
-	fcRef := bd.Labels[fleet.LabelClusterNS] + "/" + bd.Labels[fleet.LabelClusterName]
+	fcRef := bd.Labels.Get(fleet.LabelClusterNS) + "/" + bd.Labels.Get(fleet.LabelClusterName)
 	_, fc := pl.fleetCluster(fcRef)
 	down := pl.snap.ClusterForFleet(fcRef)
 	why := pl.reasonsAbout(inc, func(finding.Finding) bool { return true })
@@ -130,7 +130,7 @@ func (pl *planner) bundle(inc finding.Incident) []Attempt {
 			if fc != nil {
 				out = append(out, single(pl.redeployStep(m, fc, RungResync, risk, r.Action, why)))
 			}
-		} else if b := pl.bundleTarget(m, bd.Labels[fleet.LabelBundleNamespace], name); b != nil {
+		} else if b := pl.bundleTarget(m, bd.Labels.Get(fleet.LabelBundleNamespace), name); b != nil {
 			out = append(out, single(pl.forceSyncStep(m, b, RungResync, risk, r.Action, why)))
 		}
 	}
@@ -268,7 +268,7 @@ func (pl *planner) restartStep(c *snapshot.Cluster, d *appsv1.Deployment, risk R
 	}
 }
 
-func (pl *planner) deleteBDStep(m *snapshot.Cluster, bd *fleetv1.BundleDeployment, risk Risk, rationale string, why []Reason) Step {
+func (pl *planner) deleteBDStep(m *snapshot.Cluster, bd *snapshot.BundleDeployment, risk Risk, rationale string, why []Reason) Step {
 	obj := metaObject(m.Name, fleetAPIVersion, "BundleDeployment", bd)
 	return Step{
 		ID:      stepID(DeleteBundleDeployment, m.Name, bd.Namespace, bd.Name, string(bd.UID)),

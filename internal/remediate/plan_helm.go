@@ -210,7 +210,7 @@ func (pl *planner) markFailedStep(c *snapshot.Cluster, current *helmrelease.Rele
 func (pl *planner) bundleOfRelease(c *snapshot.Cluster, release string) (*snapshot.Cluster, *bundleRef) {
 	for _, m := range pl.snap.Management() {
 		for _, bd := range m.BundleDeployments {
-			if c.FleetCluster != "" && bd.Labels[fleet.LabelClusterNS]+"/"+bd.Labels[fleet.LabelClusterName] != c.FleetCluster {
+			if c.FleetCluster != "" && bd.Labels.Get(fleet.LabelClusterNS)+"/"+bd.Labels.Get(fleet.LabelClusterName) != c.FleetCluster {
 				continue
 			}
 			rn := fleet.BundleName(bd)
@@ -220,7 +220,7 @@ func (pl *planner) bundleOfRelease(c *snapshot.Cluster, release string) (*snapsh
 			if rn != release && fleet.BundleName(bd) != release {
 				continue
 			}
-			if b := pl.bundleTarget(m, bd.Labels[fleet.LabelBundleNamespace], fleet.BundleName(bd)); b != nil {
+			if b := pl.bundleTarget(m, bd.Labels.Get(fleet.LabelBundleNamespace), fleet.BundleName(bd)); b != nil {
 				return m, b
 			}
 		}

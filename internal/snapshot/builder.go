@@ -209,7 +209,7 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 	case "fleet.cattle.io/Bundle":
 		target = &fleetv1.Bundle{}
 	case "fleet.cattle.io/BundleDeployment":
-		target = &fleetv1.BundleDeployment{}
+		target = &BundleDeployment{}
 	case "fleet.cattle.io/ClusterRegistration":
 		target = &fleetv1.ClusterRegistration{}
 	case "fleet.cattle.io/Content":
@@ -231,7 +231,9 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 	if err := json.Unmarshal(raw, target); err != nil {
 		return nil, err
 	}
-	if m, ok := target.(metav1.Object); ok {
+	if m, ok := target.(interface {
+		SetManagedFields([]metav1.ManagedFieldsEntry)
+	}); ok {
 		m.SetManagedFields(nil)
 	}
 	return target, nil
@@ -390,7 +392,7 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.FleetClusters = append(c.FleetClusters, t)
 	case *fleetv1.Bundle:
 		c.Bundles = append(c.Bundles, t)
-	case *fleetv1.BundleDeployment:
+	case *BundleDeployment:
 		c.BundleDeployments = append(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
 		c.ClusterRegistrations = append(c.ClusterRegistrations, t)
@@ -448,7 +450,7 @@ func (c *Cluster) remove(old *Object) {
 		c.FleetClusters = without(c.FleetClusters, t)
 	case *fleetv1.Bundle:
 		c.Bundles = without(c.Bundles, t)
-	case *fleetv1.BundleDeployment:
+	case *BundleDeployment:
 		c.BundleDeployments = without(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
 		c.ClusterRegistrations = without(c.ClusterRegistrations, t)
@@ -586,7 +588,7 @@ func EventFirstTime(e *corev1.Event) time.Time {
 }
 
 func sortCluster(c *Cluster) {
-	byNsName := func(a, b metav1.Object) bool {
+	byNsName := func(a, b named) bool {
 		if a.GetNamespace() != b.GetNamespace() {
 			return a.GetNamespace() < b.GetNamespace()
 		}

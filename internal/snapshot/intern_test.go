@@ -6,7 +6,6 @@ import (
 	"testing"
 	"unsafe"
 
-	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -40,9 +39,12 @@ func TestInternKeepsObjectsEqualAndSharesStrings(t *testing.T) {
 		}
 		var la, lb map[string]string
 		switch x := a.obj.(type) {
-		case *fleetv1.BundleDeployment:
-			la, lb = x.Labels, b.obj.(*fleetv1.BundleDeployment).Labels
-			if unsafe.StringData(x.Status.Conditions[0].Message) != unsafe.StringData(b.obj.(*fleetv1.BundleDeployment).Status.Conditions[0].Message) {
+		case *BundleDeployment:
+			la, lb = labelMap(x.Labels), labelMap(b.obj.(*BundleDeployment).Labels)
+			if len(la) == 0 {
+				t.Fatal("the BundleDeployment kept no labels")
+			}
+			if unsafe.StringData(x.Status.Conditions[0].Message) != unsafe.StringData(b.obj.(*BundleDeployment).Status.Conditions[0].Message) {
 				t.Error("condition messages of two interned BundleDeployments are separate copies")
 			}
 		case *corev1.Secret:
@@ -57,4 +59,12 @@ func TestInternKeepsObjectsEqualAndSharesStrings(t *testing.T) {
 			}
 		}
 	}
+}
+
+func labelMap(l Labels) map[string]string {
+	m := map[string]string{}
+	for _, x := range l {
+		m[x.Key] = x.Value
+	}
+	return m
 }

@@ -9,7 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // listDecoders are the kinds whose List decodes straight into typed items: the kinds kept
@@ -28,7 +28,7 @@ var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bo
 	"batch/Job":                           decodeList[batchv1.Job],
 	"fleet.cattle.io/Cluster":             decodeList[fleetv1.Cluster],
 	"fleet.cattle.io/Bundle":              decodeList[fleetv1.Bundle],
-	"fleet.cattle.io/BundleDeployment":    decodeList[fleetv1.BundleDeployment],
+	"fleet.cattle.io/BundleDeployment":    decodeList[BundleDeployment],
 	"fleet.cattle.io/ClusterRegistration": decodeList[fleetv1.ClusterRegistration],
 }
 
@@ -65,7 +65,7 @@ func HasPageDecoder(apiVersion, kind string) bool {
 	return listDecoders[groupOf(apiVersion)+"/"+kind] != nil
 }
 
-// Typed is the decoded object (*corev1.Pod, *fleetv1.BundleDeployment, ...); read-only.
+// Typed is the decoded object (*corev1.Pod, *BundleDeployment, ...); read-only.
 func (o *Object) Typed() any { return o.obj }
 
 func groupOf(apiVersion string) string {
@@ -75,10 +75,23 @@ func groupOf(apiVersion string) string {
 	return ""
 }
 
+// listItem is what decodeList needs of an item type: Kubernetes' and Fleet's types, and
+// unstick's slim ones.
+type listItem interface {
+	named
+	GetObjectKind() schema.ObjectKind
+	SetManagedFields([]metav1.ManagedFieldsEntry)
+}
+
+// named is an object with a namespace and name.
+type named interface {
+	GetNamespace() string
+	GetName() string
+}
+
 func decodeList[T any, P interface {
 	*T
-	metav1.Object
-	runtime.Object
+	listItem
 }](apiVersion, kind string, data []byte, page bool) ([]*Object, string, bool) {
 	var list struct {
 		Kind     string          `json:"kind"`

@@ -67,7 +67,7 @@ type Cluster struct {
 	CRDs                 []*CRD
 	FleetClusters        []*fleetv1.Cluster
 	Bundles              []*fleetv1.Bundle
-	BundleDeployments    []*fleetv1.BundleDeployment
+	BundleDeployments    []*BundleDeployment
 	ClusterRegistrations []*fleetv1.ClusterRegistration
 	Contents             []string // names of fleet Content objects (payloads are not kept)
 	HelmReleases         []*helmrelease.Release

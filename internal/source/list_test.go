@@ -93,8 +93,10 @@ func TestListFastPathMatchesItemByItem(t *testing.T) {
 			if sa != sb || sa == "" {
 				t.Errorf("BundleDeployment %s/%s cited as %q, item by item %q", bd.Namespace, bd.Name, sa, sb)
 			}
-			if bd.ManagedFields != nil {
-				t.Errorf("managedFields kept on %s", bd.Name)
+		}
+		for _, fc := range ca.FleetClusters {
+			if fc.ManagedFields != nil {
+				t.Errorf("managedFields kept on %s", fc.Name)
 			}
 		}
 		for _, ev := range ca.Events {
