@@ -44,6 +44,9 @@ type Context struct {
 	// Preflight judges readiness before an upgrade: configuration risks are reported even
 	// where nothing shows them biting yet (a scan reports them only with such evidence).
 	Preflight bool
+	// Measure says the findings only measure (serve's age gauges): their remediation
+	// commands are not personalised.
+	Measure bool
 }
 
 // New starts a finding of id about obj on cluster, with the catalogue's severity and ladder.
@@ -99,7 +102,9 @@ func Run(ctx *Context, checks []Check) Result {
 	var res Result
 	for i, o := range outs {
 		for j := range o.fs {
-			personalise(&o.fs[j])
+			if !ctx.Measure {
+				personalise(&o.fs[j])
+			}
 		}
 		res.Findings = append(res.Findings, o.fs...)
 		if o.err != nil {

@@ -46,7 +46,7 @@ func Group(ctx *Context, fs []finding.Finding) ([]finding.Incident, []finding.Fi
 		}
 		groups[r] = append(groups[r], fs[i])
 	}
-	var incidents []finding.Incident
+	incidents := make([]finding.Incident, 0, len(order))
 	for _, r := range order {
 		g := groups[r]
 		sort.SliceStable(g, func(i, j int) bool { return ctx.causeBefore(g[i], g[j]) })
@@ -136,7 +136,7 @@ func (c *Context) fleetwide(incs []finding.Incident, fs []finding.Finding) ([]fi
 		b.clusters[affected(inc)] = true
 	}
 	merged := map[int]bool{}
-	var out []finding.Incident
+	out := make([]finding.Incident, 0, len(incs))
 	for _, k := range keys {
 		b := buckets[k]
 		if len(b.clusters) < minClusters {

@@ -252,7 +252,7 @@ func (s *Server) ages(snap *snapshot.Snapshot, now time.Time) []finding.Finding 
 			}
 		}
 	}
-	res := check.Run(&check.Context{Snap: snap, Now: now, Thresholds: th, Catalog: s.o.Catalog}, checks)
+	res := check.Run(&check.Context{Snap: snap, Now: now, Thresholds: th, Catalog: s.o.Catalog, Measure: true}, checks)
 	var out []finding.Finding
 	for _, f := range res.Findings {
 		if _, ok := ageIDs[f.ID]; ok {

@@ -19,7 +19,6 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -195,7 +194,7 @@ type clusterReader struct {
 	sink   Sink
 	dyn    dynamic.Interface
 	meta   metadata.Interface
-	kube   kubernetes.Interface
+	kube   *Kube
 	served map[schema.GroupVersionResource]bool
 	ns     []string
 
@@ -243,7 +242,7 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	if cfg.Timeout == 0 || cfg.Timeout > l.Timeout {
 		cfg.Timeout = l.Timeout
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := NewKube(cfg)
 	if err != nil {
 		return fmt.Errorf("context %s (%s): %w", t.Name, t.Server, err)
 	}
@@ -254,7 +253,7 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	if r.meta, err = metadata.NewForConfig(cfg); err != nil {
 		return err
 	}
-	if err := r.discover(ctx, kube.Discovery()); err != nil {
+	if err := r.discover(ctx, kube.Discovery); err != nil {
 		return fmt.Errorf("context %s: cannot reach the API server %s: %w", t.Name, t.Server, err)
 	}
 	if err := r.namespaces(ctx); err != nil {
@@ -345,7 +344,7 @@ func (r *clusterReader) discover(ctx context.Context, dc discovery.DiscoveryInte
 func (r *clusterReader) namespaces(ctx context.Context) error {
 	var list *corev1.NamespaceList
 	err := retryRead(ctx, func() (err error) {
-		list, err = r.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		list, err = r.kube.Core.Namespaces().List(ctx, metav1.ListOptions{})
 		return err
 	})
 	if err != nil {
@@ -473,7 +472,7 @@ func (r *clusterReader) typedPage(ctx context.Context, res resource, ns string, 
 	path = append(path, res.gvr.Resource)
 	var data []byte
 	err = retryRead(ctx, func() (err error) {
-		data, err = r.kube.CoreV1().RESTClient().Get().AbsPath(path...).
+		data, err = r.kube.Core.RESTClient().Get().AbsPath(path...).
 			SetHeader("Accept", "application/json").
 			VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Raw()
 		return err
@@ -601,7 +600,7 @@ func (r *clusterReader) tail(ctx context.Context, p *corev1.Pod, container strin
 	n := r.l.LogLines
 	var b []byte
 	err := retryRead(ctx, func() error {
-		rc, err := r.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &n}).Stream(ctx)
+		rc, err := r.kube.Core.Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &n}).Stream(ctx)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -49,7 +48,7 @@ func (l *Live) PullSecrets(ctx context.Context, refs []SecretRef) ([][]byte, []f
 		}
 		cfg := rest.CopyConfig(t.Config)
 		cfg.Timeout = l.Timeout
-		kube, err := kubernetes.NewForConfig(cfg)
+		kube, err := NewKube(cfg)
 		if err != nil {
 			errs = append(errs, finding.ScanError{Cluster: cluster, Message: fmt.Sprintf("reading pull secrets: %v", err)})
 			continue
@@ -61,7 +60,7 @@ func (l *Live) PullSecrets(ctx context.Context, refs []SecretRef) ([][]byte, []f
 				continue
 			}
 			seen[k] = true
-			s, err := kube.CoreV1().Secrets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+			s, err := kube.Core.Secrets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 				errs = append(errs, finding.ScanError{Cluster: cluster, Message: fmt.Sprintf("image pull secret %s does not exist; images are checked without it", k)})

@@ -140,7 +140,7 @@ func (e *Executor) checkAccess(ctx context.Context, steps []remediate.Step) ([]P
 				continue
 			}
 			seen[key] = true
-			r, err := cl.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			r, err := cl.kube.Authz.SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 					Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Name: p.Name,
 				}},

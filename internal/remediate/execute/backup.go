@@ -264,7 +264,7 @@ func (b *Backups) copyObject(ctx context.Context, cl *cluster, base string, o re
 
 func (b *Backups) events(ctx context.Context, cl *cluster, base string, o remediate.Object) error {
 	sel := fields.Set{"involvedObject.name": o.Name, "involvedObject.kind": o.Kind}.AsSelector().String()
-	list, err := cl.kube.CoreV1().Events(o.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	list, err := cl.kube.Core.Events(o.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return err
 	}
@@ -291,13 +291,13 @@ func (b *Backups) podsOf(ctx context.Context, cl *cluster, o remediate.Object) [
 	var sel string
 	switch {
 	case o.Kind == "Pod" && o.Group() == "":
-		p, err := cl.kube.CoreV1().Pods(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		p, err := cl.kube.Core.Pods(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil
 		}
 		return []corev1.Pod{*p}
 	case o.Kind == "Deployment" && o.Group() == "apps":
-		d, err := cl.kube.AppsV1().Deployments(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		d, err := cl.kube.Apps.Deployments(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 		if err != nil || d.Spec.Selector == nil {
 			return nil
 		}
@@ -311,7 +311,7 @@ func (b *Backups) podsOf(ctx context.Context, cl *cluster, o remediate.Object) [
 	default:
 		return nil
 	}
-	list, err := cl.kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	list, err := cl.kube.Core.Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil
 	}
@@ -325,7 +325,7 @@ func (b *Backups) logs(ctx context.Context, cl *cluster, base string, pod corev1
 	tail := int64(500)
 	lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	rc, err := cl.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container, TailLines: &tail}).Stream(lctx)
+	rc, err := cl.kube.Core.Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container, TailLines: &tail}).Stream(lctx)
 	if err != nil {
 		return err
 	}

@@ -17,9 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/unstick-dev/unstick/internal/source"
 )
 
 // FieldManager is the name unstick writes under (managedFields, server-side apply).
@@ -28,7 +29,7 @@ const FieldManager = "unstick"
 // cluster is the clients of one cluster.
 type cluster struct {
 	name string
-	kube kubernetes.Interface
+	kube *source.Kube
 	dyn  dynamic.Interface
 
 	mu     sync.Mutex
@@ -62,7 +63,7 @@ func (c *Clients) get(name string) (*cluster, error) {
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 20, 40
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := source.NewKube(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
@@ -87,7 +88,7 @@ func (c *cluster) resource(apiVersion, kind string) (schema.GroupVersionResource
 	}
 	c.mu.Lock()
 	if c.mapper == nil {
-		c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.kube.Discovery()))
+		c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.kube.Discovery))
 	}
 	m := c.mapper
 	c.mu.Unlock()

@@ -137,7 +137,7 @@ func (g *guardedSecrets) Delete(context.Context, string, metav1.DeleteOptions) e
 
 // storageFor opens Helm's storage on a namespace's Secrets, writes guarded.
 func (e *Executor) storageFor(cl *cluster, st remediate.Step, dry bool, expect map[string]string) (*storage.Storage, *guardedSecrets) {
-	gs := &guardedSecrets{SecretInterface: cl.kube.CoreV1().Secrets(st.Helm.Namespace), cluster: cl.name, namespace: st.Helm.Namespace, step: st.ID, dry: dry, expect: expect}
+	gs := &guardedSecrets{SecretInterface: cl.kube.Core.Secrets(st.Helm.Namespace), cluster: cl.name, namespace: st.Helm.Namespace, step: st.ID, dry: dry, expect: expect}
 	gs.afterWrite = func(w Write) error { return e.wrote(st, w) }
 	return storage.Init(driver.NewSecrets(gs)), gs
 }
@@ -195,7 +195,7 @@ func (e *Executor) helmFinish(ctx context.Context, cl *cluster, st remediate.Ste
 	}
 	expect := map[string]string{}
 	for _, rev := range []int{h.Current, h.Target, h.NewRevision} {
-		if s, err := cl.kube.CoreV1().Secrets(h.Namespace).Get(ctx, h.SecretName(rev), metav1.GetOptions{}); err == nil {
+		if s, err := cl.kube.Core.Secrets(h.Namespace).Get(ctx, h.SecretName(rev), metav1.GetOptions{}); err == nil {
 			expect[s.Name] = s.ResourceVersion
 		}
 	}
@@ -292,7 +292,7 @@ func (e *Executor) rollback(ctx context.Context, cl *cluster, st remediate.Step,
 func (e *Executor) holdSecrets(ctx context.Context, cl *cluster, st remediate.Step, expect map[string]string) error {
 	for name, rv := range expect {
 		o := remediate.Object{Cluster: cl.name, APIVersion: "v1", Kind: "Secret", Namespace: st.Helm.Namespace, Name: name, ResourceVersion: rv}
-		s, err := cl.kube.CoreV1().Secrets(st.Helm.Namespace).Get(ctx, name, metav1.GetOptions{})
+		s, err := cl.kube.Core.Secrets(st.Helm.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return &ConflictError{Step: st.ID, Object: o, Reason: "it no longer exists"}
 		}
