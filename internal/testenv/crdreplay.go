@@ -72,6 +72,7 @@ func (l *loader) pruneCRDs(ctx context.Context, items []*item) error {
 		if !installedGroups[group] || inBundle[crd.GetName()] {
 			continue
 		}
+		l.warmStorage(ctx, &crd)
 		if err := l.dyn.Resource(crdResource).Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			if serverGone(ctx, err) {
 				return fmt.Errorf("testenv: removing CRD %s: %w", crd.GetName(), err)
@@ -96,4 +97,29 @@ func (l *loader) pruneCRDs(ctx context.Context, items []*item) error {
 	sort.Strings(removed)
 	l.count(func(r *LoadResult) { r.CRDsRemoved = removed })
 	return nil
+}
+
+// warmStorage lists a CRD's objects until the API server answers, before the CRD is deleted.
+// The server creates a CRD's storage (its watch cache) on first use; a CRD deleted before
+// anything listed it has its deletion finalizer meet "storage is (re)initializing", and the
+// finalizer's retries back off exponentially, leaving the CRD terminating — and still listed
+// — for minutes on a loaded machine. Best effort: the deletion is waited for anyway.
+func (l *loader) warmStorage(ctx context.Context, crd *unstructured.Unstructured) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	version := ""
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok && m["storage"] == true {
+			version, _ = m["name"].(string)
+		}
+	}
+	if plural == "" || version == "" {
+		return
+	}
+	gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := l.dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
 }
