@@ -229,6 +229,38 @@ func TestEnv(t *testing.T) {
 	})
 }
 
+// A bundle that lists its cluster's CRDs is what the server serves once Load returns: the
+// installed Fleet CRDs it lacks are gone, not still terminating (a terminating CRD is still
+// listed, and a live scan would find it present). On a loaded machine, deleting a CRD that
+// nothing had listed yet left it terminating for minutes (its finalizer met "storage is
+// (re)initializing" and backed off; seen in the e2e suite under CI load): Load must not
+// return before the removal is done.
+func TestLoadRemovesTheCRDsABundleLacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a second API server")
+	}
+	env := testenv.Start(t)
+	ctx := t.Context()
+	began := time.Now()
+	res, err := env.Load(ctx, "../../testdata/scenarios/crd/missing-downstream-agent-positive", testenv.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("loaded in %s, removed %v", time.Since(began).Round(time.Millisecond), res.CRDsRemoved)
+	if len(res.CRDsRemoved) < 10 {
+		t.Fatalf("removed %v; the bundle lists none of Fleet's 14 CRDs", res.CRDsRemoved)
+	}
+	crds := dynamic.NewForConfigOrDie(env.Config).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	for _, name := range res.CRDsRemoved {
+		if _, err := crds.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("CRD %s: still there after Load (err %v)", name, err)
+		}
+	}
+	if _, err := crds.Get(ctx, "bundledeployments.fleet.cattle.io", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("bundledeployments.fleet.cattle.io, which the scenario lacks, is still served (err %v)", err)
+	}
+}
+
 // StartProcess and Stop, as hack/testenv.sh uses them (without the background process).
 func TestProcess(t *testing.T) {
 	if testing.Short() {
