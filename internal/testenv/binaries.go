@@ -94,6 +94,28 @@ func BinaryDir() (string, error) {
 
 const stampFile = "complete"
 
+// newBuildModule makes a throwaway build directory next to dir holding the build module (see
+// writeBuildModule), and returns a runner of go commands in it and the function removing it.
+func newBuildModule(ctx context.Context, dir string, start time.Time) (run func(args ...string) ([]byte, error), work string, cleanup func(), err error) {
+	goBin, err := goTool()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	work, err = os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("testenv: creating build directory: %w", err)
+	}
+	cleanup = func() { _ = os.RemoveAll(work) }
+	run = func(args ...string) ([]byte, error) {
+		return runGo(ctx, goBin, work, start, args...)
+	}
+	if err := writeBuildModule(run, work); err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return run, work, cleanup, nil
+}
+
 // writeBuildModule writes, into the build directory work, a go.mod from which commands of
 // k8s.io/kubernetes build. Kubernetes' go.mod replaces every k8s.io staging module with
 // ./staging/src/...; a module that requires k8s.io/kubernetes must say where those come from.
@@ -169,26 +191,14 @@ func logf(format string, args ...any) {
 // server module, with Kubernetes' own ./staging replaces pointed at the published staging
 // modules, and builds both mains from it.
 func build(ctx context.Context, dir string) error {
-	goBin, err := goTool()
-	if err != nil {
-		return err
-	}
 	start := time.Now()
 	logf("building kube-apiserver %s and etcd %s into %s from the Go module proxy (first use only: about 8 minutes and 2.5 GiB of memory with cold Go caches)",
 		KubernetesVersion, EtcdVersion, dir)
-
-	work, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	run, work, cleanup, err := newBuildModule(ctx, dir, start)
 	if err != nil {
-		return fmt.Errorf("testenv: creating build directory: %w", err)
-	}
-	defer os.RemoveAll(work)
-	run := func(args ...string) ([]byte, error) {
-		return runGo(ctx, goBin, work, start, args...)
-	}
-
-	if err := writeBuildModule(run, work); err != nil {
 		return err
 	}
+	defer cleanup()
 	if _, err := run("get", apiserverPkg+"@"+KubernetesVersion, etcdModule+"@"+EtcdVersion); err != nil {
 		return fmt.Errorf("testenv: resolving modules for kube-apiserver and etcd: %w", err)
 	}

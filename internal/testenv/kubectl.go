@@ -76,23 +76,13 @@ func buildKubectlLocked(ctx context.Context, dir string) error {
 // throwaway module requiring k8s.io/kubernetes with its ./staging replaces pointed at the
 // published staging modules (k8s.io/kubectl among them).
 func buildKubectl(ctx context.Context, dir string) error {
-	goBin, err := goTool()
-	if err != nil {
-		return err
-	}
 	start := time.Now()
 	logf("building kubectl %s into %s from the Go module proxy (first use only: a few minutes)", KubernetesVersion, dir)
-	work, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	run, work, cleanup, err := newBuildModule(ctx, dir, start)
 	if err != nil {
-		return fmt.Errorf("testenv: creating build directory: %w", err)
-	}
-	defer os.RemoveAll(work)
-	run := func(args ...string) ([]byte, error) {
-		return runGo(ctx, goBin, work, start, args...)
-	}
-	if err := writeBuildModule(run, work); err != nil {
 		return err
 	}
+	defer cleanup()
 	if _, err := run("get", kubectlPkg+"@"+KubernetesVersion); err != nil {
 		return fmt.Errorf("testenv: resolving modules for kubectl: %w", err)
 	}
