@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
@@ -624,15 +623,7 @@ func checkReleaseRecords(t *testing.T, f *fleetOf) {
 // before the Plan patch reached the server leaves the step open (nothing written, exit 1); the
 // next run finishes the whole chain.
 func TestFaultFixApplyLostAnswers(t *testing.T) {
-	reg := startFixRegistry(t)
-	good := reg.pushIndex(t, "rancher/kubectl:v1.30.3", v1.Platform{OS: "linux", Architecture: "amd64"})
-	flags := []string{"--max-risk", "medium", "--only", "suc/image-missing", "--image=node-maintenance:upgrade=" + good}
-	want := []string{
-		"Plan/system-upgrade/node-maintenance",
-		"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-1-with-4ee557c-0598b",
-		"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-2-with-4ee557c-b1741",
-		"Node/prod-eu-1-worker-2",
-	}
+	flags, want := sucImageFix(t)
 	for _, tc := range []struct {
 		fault testenv.Fault
 		k     []int

@@ -321,6 +321,20 @@ func terminalCount(t *testing.T, dir string) (terminal, applied map[string]int) 
 // fixRegistry is go-containerregistry's in-process registry, serving multi-platform images.
 type fixRegistry struct{ host string }
 
+// sucImageFix is fix's repair of the suc/image-missing-kubectl-tag scenario: the flags that
+// point the Plan at an image pushed to a real registry, and the objects it changes.
+func sucImageFix(t *testing.T) (flags, changes []string) {
+	reg := startFixRegistry(t)
+	good := reg.pushIndex(t, "rancher/kubectl:v1.30.3", v1.Platform{OS: "linux", Architecture: "amd64"})
+	return []string{"--max-risk", "medium", "--only", "suc/image-missing", "--image=node-maintenance:upgrade=" + good},
+		[]string{
+			"Plan/system-upgrade/node-maintenance",
+			"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-1-with-4ee557c-0598b",
+			"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-2-with-4ee557c-b1741",
+			"Node/prod-eu-1-worker-2",
+		}
+}
+
 func startFixRegistry(t *testing.T) *fixRegistry {
 	t.Helper()
 	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))

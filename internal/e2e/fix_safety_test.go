@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -152,15 +151,7 @@ func TestFixResumesAfterKillAtEveryStepBoundary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts one API server per boundary")
 	}
-	reg := startFixRegistry(t)
-	good := reg.pushIndex(t, "rancher/kubectl:v1.30.3", v1.Platform{OS: "linux", Architecture: "amd64"})
-	flags := []string{"--max-risk", "medium", "--only", "suc/image-missing", "--image=node-maintenance:upgrade=" + good}
-	want := []string{
-		"Plan/system-upgrade/node-maintenance",
-		"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-1-with-4ee557c-0598b",
-		"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-2-with-4ee557c-b1741",
-		"Node/prod-eu-1-worker-2",
-	}
+	flags, want := sucImageFix(t)
 	actions := []remediate.Action{remediate.Observe, remediate.PatchPlanImage, remediate.DeleteJob, remediate.DeleteJob, remediate.RemoveNodeLabel}
 	for k, action := range actions {
 		phases := []string{execute.PhaseBegin, execute.PhaseBackup, execute.PhaseDryRun, execute.PhaseApplied, execute.PhaseVerified}
