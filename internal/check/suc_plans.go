@@ -83,6 +83,17 @@ func planStuck(ctx *Context, c *snapshot.Cluster, p *suc.Plan, jobs []*batchv1.J
 	}
 	var why []finding.Evidence
 	var since time.Time
+	// Nodes in status.applying, measured from their first attempt at the current hash: the
+	// Job in the snapshot may be the latest of several generations (suc_applying.go).
+	for _, n := range pending {
+		if !slices.Contains(p.Status.Applying, suc.Hostname(n)) && !slices.Contains(p.Status.Applying, n.Name) {
+			continue
+		}
+		if s, ok := applyingSince(c, p, n); ok && ctx.Age(s.at) >= after {
+			since = earliest(since, s.at)
+			why = append(why, applyingEvidence(ctx, n.Name, s))
+		}
+	}
 	// A failed Job: the Plan stops there until the Job is gone and the node retried.
 	for _, j := range jobs {
 		if fc := suc.JobFailed(j); fc != nil {
