@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -63,17 +64,31 @@ func applyingSince(c *snapshot.Cluster, p *suc.Plan, n *corev1.Node) (applyingSt
 	if cond := p.Condition(suc.CondComplete); cond != nil && cond.Reason == "JobFailed" && strings.HasPrefix(cond.Message, failedMsg) {
 		take(suc.ConditionUpdated(cond), sourceOf(c, planRef(p)), "condition Complete reason=JobFailed: "+firstLine(cond.Message))
 	}
+	var current []*batchv1.Job
+	for _, j := range p.JobsOf(c.Jobs) {
+		if j.Labels[suc.LabelNode] == n.Name && j.Labels[suc.LabelPlanName(p.Name)] == hash {
+			current = append(current, j)
+		}
+	}
 	for _, e := range c.EventsFor("Job", p.Namespace, jobName) {
-		take(snapshot.EventFirstTime(e), eventSource(e), fmt.Sprintf("Job %s: %s", jobName, firstLine(e.Message)))
+		first := snapshot.EventFirstTime(e)
+		take(first, eventSource(e), fmt.Sprintf("Job %s: %s", jobName, firstLine(e.Message)))
 		if e.Reason == "DeadlineExceeded" || e.Reason == "BackoffLimitExceeded" {
 			jobFailures += max(e.Count, 1)
 		}
+		// activeDeadlineSeconds counts from the Job's start, so the first generation to run into
+		// it started that long before (the Plan's hash fixes the Job's spec across generations).
+		if e.Reason == "DeadlineExceeded" && !first.IsZero() {
+			for _, j := range current {
+				if d := j.Spec.ActiveDeadlineSeconds; d != nil && *d > 0 {
+					take(first.Add(-time.Duration(*d)*time.Second), eventSource(e),
+						fmt.Sprintf("Job %s started %ds before its first DeadlineExceeded at %s", jobName, *d, first.UTC().Format(time.RFC3339)))
+				}
+			}
+		}
 	}
 	s.failures = max(planFailures, jobFailures)
-	for _, j := range p.JobsOf(c.Jobs) {
-		if j.Labels[suc.LabelNode] != n.Name || j.Labels[suc.LabelPlanName(p.Name)] != hash {
-			continue
-		}
+	for _, j := range current {
 		take(j.CreationTimestamp.Time, sourceOf(c, jobRef(j)), fmt.Sprintf("Job %s created", j.Name))
 		if j.Status.StartTime != nil {
 			take(j.Status.StartTime.Time, sourceOf(c, jobRef(j)), fmt.Sprintf("Job %s started", j.Name))
