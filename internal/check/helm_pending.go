@@ -58,7 +58,7 @@ func pendingEvidence(c *snapshot.Cluster, hist, run []*helmrelease.Release) []fi
 	first := run[0]
 	out := []finding.Evidence{{
 		Source: sourceOf(c, ref("v1", "Secret", first.Namespace, first.SecretName)),
-		Text:   fmt.Sprintf("first pending revision of an unbroken run of %d: %s", len(run), revisionText(first)),
+		Text:   fmt.Sprintf("first pending revision of an unbroken run of %d (Secret %s): %s", len(run), first.SecretName, revisionText(first)),
 	}}
 	for _, e := range releaseEvidence(c, hist) {
 		if len(out) == 4 {

@@ -111,7 +111,7 @@ func TestHelmPendingRunSummary(t *testing.T) {
 	if f.Since == nil || !f.Since.Equal(helmNow.Add(-2*time.Hour)) {
 		t.Errorf("since = %v, want two hours before now", f.Since)
 	}
-	if !strings.Contains(f.Evidence[0].Text, "first pending revision of an unbroken run of 20: revision 8") {
+	if !strings.Contains(f.Evidence[0].Text, "first pending revision of an unbroken run of 20 (Secret sh.helm.release.v1.app.v8): revision 8") {
 		t.Errorf("first evidence: %s", f.Evidence[0].Text)
 	}
 }
