@@ -115,10 +115,28 @@ func crashBackOff(container string) func(*corev1.Event) bool {
 	}
 }
 
-// pullFailureOfImage matches the kubelet's pull events that name the image ("Failed to pull
-// image \"<image>\": ...", "Back-off pulling image \"<image>\"").
-func pullFailureOfImage(image string) func(*corev1.Event) bool {
+// pullFailureOfImage matches the kubelet's pull events that name one of the images ("Failed to
+// pull image \"<image>\": ...", "Back-off pulling image \"<image>\""). The kubelet writes the
+// image as the pod spec gives it; the container status may show it normalised.
+func pullFailureOfImage(images ...string) func(*corev1.Event) bool {
 	return func(e *corev1.Event) bool {
-		return strings.Contains(e.Message, "image \""+image+"\"")
+		for _, image := range images {
+			if image != "" && strings.Contains(e.Message, "image \""+image+"\"") {
+				return true
+			}
+		}
+		return false
 	}
+}
+
+// specImage is the image the pod spec gives the named (init) container.
+func specImage(p *corev1.Pod, container string) string {
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range list {
+			if c.Name == container {
+				return c.Image
+			}
+		}
+	}
+	return ""
 }

@@ -347,7 +347,7 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 		_, first := eventEvidence(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff")
 		// Measured from the first failed pull of this image by the workload's pods, not from
 		// this pod's: a replaced pod (or a re-created Job's) starts the clock again.
-		run := failureRunOf(c, p, pullFailureOfImage(cs.Image), "Failed", "BackOff")
+		run := failureRunOf(c, p, pullFailureOfImage(cs.Image, specImage(p, cs.Name)), "Failed", "BackOff")
 		since := earliest(earliest(first, readySince), run.start)
 		if !since.IsZero() && ctx.Age(since) < pendingAfter {
 			return out
