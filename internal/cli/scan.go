@@ -28,12 +28,11 @@ type scanOptions struct {
 	color    string
 	judge    judgeFlags
 	kube     *kubeFlags
-	reg        *registryFlags
+	reg      *registryFlags
 	// probeBundle asks registries about the images of an offline bundle too (--registry).
 	probeBundle bool
 	live        bool
 	outputFile  string
-
 }
 
 func newScanCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -68,7 +67,7 @@ severity overrides, suppressed findings (each with a reason and an expiry) and r
 settings; --threshold flags win over it.
 
 Exit codes: 0 everything was read and nothing is at or above --fail-on; 3 findings at or
-above it; `+exitIncompleteHelp+`; 1 unstick itself failed, or the input held no Kubernetes
+above it; ` + exitIncompleteHelp + `; 1 unstick itself failed, or the input held no Kubernetes
 object at all; 2 usage error (including an --only-cluster that names no cluster of the input).`,
 		Example: `  # The bundled example fleet
   unstick scan --from examples/fleet-upgrade-stuck

@@ -26,12 +26,12 @@ type serveOptions struct {
 	s Streams
 	g *globalOptions
 
-	listen     string
-	resync     time.Duration
-	debounce   time.Duration
-	interval   time.Duration
-	judge      judgeFlags
-	kube       *kubeFlags
+	listen   string
+	resync   time.Duration
+	debounce time.Duration
+	interval time.Duration
+	judge    judgeFlags
+	kube     *kubeFlags
 	// clusterName names the cluster of the pod's ServiceAccount (in-cluster, no kubeconfig).
 	clusterName string
 	kubeUsed    bool

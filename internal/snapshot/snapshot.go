@@ -36,7 +36,7 @@ type Snapshot struct {
 	ClockSource  string
 	IgnoredTimes []IgnoredTime
 	Errors       []finding.ScanError
-	Skipped     []Skipped
+	Skipped      []Skipped
 
 	// Lookups, built by Build (and Reindex) before any concurrent reader.
 	byName, byFleet map[string]*Cluster
