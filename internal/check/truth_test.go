@@ -217,3 +217,65 @@ func TestRunRejectsUndeclaredIDs(t *testing.T) {
 		}
 	}
 }
+
+// incidentWith returns the incident whose root cause has id and which holds a symptom of
+// symptomID, if any.
+func incidentWith(incs []finding.Incident, id, symptomID string) bool {
+	for _, inc := range incs {
+		if inc.RootCause.ID != id {
+			continue
+		}
+		for _, s := range inc.Symptoms {
+			if s.ID == symptomID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestRootCausesLinkWhatTheyExplain: a root cause that explains another finding keeps it as a
+// symptom of its incident instead of hiding it. A clock that is behind explains an agent's
+// "certificate ... not yet valid"; a missing image on a moving tag keeps its floating-tag
+// finding, since the moving tag is why the image vanished.
+func TestRootCausesLinkWhatTheyExplain(t *testing.T) {
+	root := filepath.Join("..", "..", "testdata", "scenarios")
+	for _, dir := range []string{"cluster/clock-skew-x509-log-positive", "cluster/real-k3s5163-clock-behind-positive"} {
+		ctx := scenarioContext(t, filepath.Join(root, dir))
+		incs, _, _ := check.Evaluate(ctx, check.Filter{})
+		if !incidentWith(incs, "cluster/clock-skew", "agent/tls") {
+			t.Errorf("%s: want agent/tls as a symptom of the cluster/clock-skew incident", dir)
+		}
+	}
+
+	// The SUC outage of suc/image-missing-positive, its Plan on the moving tag :latest.
+	src := filepath.Join(root, "suc", "image-missing-positive")
+	dst := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.ReplaceAll(string(b), "rancher/k3s-upgrade:v1.30.3-k3s1", "rancher/k3s-upgrade:latest")
+		s = strings.ReplaceAll(s, "image: rancher/k3s-upgrade\n", "image: rancher/k3s-upgrade:latest\n")
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := scenarioContext(t, dst)
+	incs, _, _ := check.Evaluate(ctx, check.Filter{})
+	if !incidentWith(incs, "suc/image-missing", "suc/image-floating") {
+		var got []string
+		for _, inc := range incs {
+			got = append(got, inc.RootCause.ID)
+			for _, s := range inc.Symptoms {
+				got = append(got, "  "+s.ID)
+			}
+		}
+		t.Errorf("want suc/image-floating as a symptom of the suc/image-missing incident; got:\n%s", strings.Join(got, "\n"))
+	}
+}
