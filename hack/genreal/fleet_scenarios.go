@@ -188,5 +188,77 @@ picked up the new revision yet (the Bundle's WaitApplied message is two minutes 
 			out = append(out, s)
 		}
 	}
+	// harvester#3675: the v1.1.1 -> v1.1.2 upgrade waits forever on mcc-harvester, ErrApplied with
+	// Helm's "another operation (install/upgrade/rollback) is in progress".
+	{
+		const src = "https://github.com/harvester/harvester/issues/3675"
+		msg := "another operation (install/upgrade/rollback) is in progress"
+		for _, positive := range []bool{true, false} {
+			var s *scenario
+			bd := bundleDeployment{cluster: localCluster, bundle: "mcc-harvester", bundleNS: "fleet-local", defaultNS: "harvester-system", created: ago(300 * 24 * time.Hour), state: "waitApplied", at: ago(30 * 24 * time.Hour), gen: 7}
+			hist := []helmRelease{
+				{name: "harvester", ns: "harvester-system", rev: 5, status: "deployed", description: "Upgrade complete", chart: "harvester", version: "1.1.1", app: "v1.1.1", first: ago(300 * 24 * time.Hour), last: ago(30 * 24 * time.Hour)},
+				{name: "harvester", ns: "harvester-system", rev: 6, status: "pending-upgrade", description: "Preparing upgrade", chart: "harvester", version: "1.1.2", app: "v1.1.2", first: ago(300 * 24 * time.Hour), last: ago(3*time.Hour + 40*time.Minute)},
+			}
+			if positive {
+				s = newScenario("fleet/real-harvester3675-another-operation-positive", src, `
+Harvester v1.1.1 -> v1.1.2: the upgrade loops on "Current state: ErrApplied" for hours. The
+harvester release's revision 6 has been pending-upgrade for 3h40m (the Helm client died
+mid-upgrade), and the mcc-harvester bundle is ErrApplied with "another operation
+(install/upgrade/rollback) is in progress".`)
+				s.expect.RootCauses = []string{"helm/release-pending"}
+				s.expect.Findings = []string{"fleet/bundle-err-applied"}
+				s.expect.Forbid = []string{"helm/release-failed", "api/removed"}
+				bd.state, bd.msg, bd.at = "errApplied", msg, ago(3*time.Hour+30*time.Minute)
+			} else {
+				s = newScenario("fleet/real-harvester3675-another-operation-healthy", src, `
+Look-alike: the same upgrade 40 seconds into the Helm upgrade: revision 6 is pending-upgrade
+because it is being applied right now, and the bundle's new revision is WaitApplied.`)
+				s.expect.Forbid = []string{"helm/release-pending", "fleet/bundle-err-applied", "fleet/bundle-wait-applied-stuck", "helm/no-deployed-release"}
+				s.expect.MaxSeverity = "info"
+				hist[1].last = ago(40 * time.Second)
+			}
+			s.cluster("local", "management")
+			s.management(nil, []bundleDeployment{bd})
+			var secrets []obj
+			for _, r := range hist {
+				secrets = append(secrets, r.object())
+			}
+			s.add("harvester-system/secrets.yaml", secrets...)
+			out = append(out, s)
+		}
+	}
+	// harvester#8240: v1.4.2 -> v1.5.0 stalls at "Upgrade the system services": the upgradelog
+	// operator bundle fails its chart's CRD check, while mcc-harvester only drifted.
+	{
+		const src = "https://github.com/harvester/harvester/issues/8240"
+		crdMsg := "execution error at (rancher-logging/templates/validate-install-crd.yaml:26:7): Required CRDs are missing. Please install the corresponding CRD chart before installing this chart."
+		for _, positive := range []bool{true, false} {
+			var s *scenario
+			harv := bundleDeployment{cluster: localCluster, bundle: "mcc-harvester", bundleNS: "fleet-local", defaultNS: "harvester-system", created: ago(300 * 24 * time.Hour), state: "modified", at: ago(5 * time.Hour), gen: 14}
+			bds := []bundleDeployment{harv}
+			if positive {
+				s = newScenario("fleet/real-harvester8240-upgradelog-crds-positive", src, `
+The upgrade stalls at phase 3: the upgradelog operator's bundle has been ErrApplied for 4 hours
+("Required CRDs are missing. Please install the corresponding CRD chart before installing this
+chart."), and mcc-harvester shows drift ("cdi missing"). The bundle that cannot be applied is
+the root cause; the drift is reported on its own as a warning.`)
+				s.expect.RootCauses = []string{"fleet/bundle-err-applied"}
+				s.expect.Findings = []string{"fleet/bundle-modified"}
+				s.expect.Forbid = []string{"api/removed", "agent/crd-missing"}
+				bds = append(bds, bundleDeployment{cluster: localCluster, bundle: "mcc-hvst-upgrade-bckj7-upgradelog-operator", bundleNS: "fleet-local", defaultNS: "harvester-system", created: ago(4 * time.Hour), state: "errApplied", msg: crdMsg, at: ago(4 * time.Hour), gen: 2})
+			} else {
+				s = newScenario("fleet/real-harvester8240-upgradelog-crds-healthy", src, `
+Look-alike from the Harvester upgrade troubleshooting docs: mcc-harvester is Modified (a
+kubevirt field patched by hand) and everything else is Ready. Drift is a warning, not a stuck
+upgrade.`)
+				s.expect.Forbid = []string{"fleet/bundle-err-applied", "fleet/bundle-wait-applied-stuck"}
+				s.expect.MaxSeverity = "warning"
+			}
+			s.cluster("local", "management")
+			s.management(nil, bds)
+			out = append(out, s)
+		}
+	}
 	return out
 }
