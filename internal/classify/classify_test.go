@@ -84,6 +84,14 @@ var positives = []tc{
 		"Error: UPGRADE FAILED: unable to build kubernetes objects from new release manifest: resource mapping not found for name: \"fleet-agent\" namespace: \"cattle-fleet-system\" from \"\": no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"\nensure CRDs are installed first",
 		"agent/crd-missing"},
 
+	// ---- workload/admission-denied: PodSecurityPolicy, whose reasons say "Invalid value"
+	{"PSP refuses an SUC Job's pod", Event,
+		`Error creating: pods "apply-system-agent-upgrader-on-rke-dev-wkr-08-with-61f21c-6b500-" is forbidden: PodSecurityPolicy: unable to admit pod: [spec.securityContext.hostNetwork: Invalid value: true: Host network is not allowed to be used spec.securityContext.hostPID: Invalid value: true: Host PID is not allowed to be used]`,
+		"workload/admission-denied"},
+	{"old PSP admission", Event,
+		`Error creating: pods "test-85d54fb5fc-" is forbidden: unable to validate against any pod security policy: []`,
+		"workload/admission-denied"},
+
 	// ---- api/removed: the same wrappers around a group/version of Kubernetes itself
 	{"Fleet BD: FlowSchema v1beta3 after 1.32", Status,
 		"error validating \"\": error validating data: unable to build kubernetes objects from current release manifest: resource mapping not found for name: \"rancher-flowschema\" namespace: \"\" from \"\": no matches for kind \"FlowSchema\" in version \"flowcontrol.apiserver.k8s.io/v1beta3\"\nensure CRDs are installed first",
