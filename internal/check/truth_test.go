@@ -16,6 +16,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/source"
@@ -59,44 +60,65 @@ func findingKey(f finding.Finding) string {
 
 // TestEveryFindingReachesTheReport holds grouping to its promise: a finding that explains
 // another links it, it never hides it. Over every scenario, each finding the checks emit is
-// in the JSON report's findings and in exactly one incident (as root cause or symptom).
+// in the JSON report's findings and in exactly one incident (as root cause or symptom), unless
+// a user's suppression hides it: the report is made as scan makes it, once without suppressions
+// and once suppressing the ID of the first finding emitted, which then alone is missing.
 func TestEveryFindingReachesTheReport(t *testing.T) {
 	for _, dir := range scenarioDirs(t) {
 		t.Run(scenarioName(dir), func(t *testing.T) {
 			ctx := scenarioContext(t, dir)
 			raw := check.Run(ctx, check.All())
-			incs, fs, errs := check.Evaluate(ctx, check.Filter{})
-			b, err := json.Marshal(report.New(ctx.Snap, ctx.Now, incs, fs, errs))
-			if err != nil {
-				t.Fatal(err)
+			cfgs := []*config.Config{{}}
+			if len(raw.Findings) > 0 {
+				cfgs = append(cfgs, &config.Config{Suppress: []config.Suppression{{ID: raw.Findings[0].ID, Reason: "test", Expires: ctx.Now.Add(time.Hour)}}})
 			}
-			var rep struct {
-				Incidents []finding.Incident `json:"incidents"`
-				Findings  []finding.Finding  `json:"findings"`
-			}
-			if err := json.Unmarshal(b, &rep); err != nil {
-				t.Fatal(err)
-			}
-			listed, linked := map[string]int{}, map[string]int{}
-			for _, f := range rep.Findings {
-				listed[findingKey(f)]++
-			}
-			for _, inc := range rep.Incidents {
-				linked[findingKey(inc.RootCause)]++
-				for _, s := range inc.Symptoms {
-					linked[findingKey(s)]++
+			for _, cfg := range cfgs {
+				suppressed := ""
+				if len(cfg.Suppress) > 0 {
+					suppressed = cfg.Suppress[0].ID
 				}
-			}
-			want := map[string]int{}
-			for _, f := range raw.Findings {
-				want[findingKey(f)]++
-			}
-			for k, n := range want {
-				if listed[k] < n {
-					t.Errorf("emitted %d time(s), listed %d time(s) in the report's findings: %s", n, listed[k], k)
+				incs, fs, errs := check.Evaluate(ctx, check.Filter{})
+				cfg.OverrideSeverities(incs, fs)
+				incs, fs, _ = cfg.Apply(ctx.Now, incs, fs)
+				b, err := json.Marshal(report.New(ctx.Snap, ctx.Now, incs, fs, errs))
+				if err != nil {
+					t.Fatal(err)
 				}
-				if linked[k] < n {
-					t.Errorf("emitted %d time(s), in %d incident(s): %s", n, linked[k], k)
+				var rep struct {
+					Incidents []finding.Incident `json:"incidents"`
+					Findings  []finding.Finding  `json:"findings"`
+				}
+				if err := json.Unmarshal(b, &rep); err != nil {
+					t.Fatal(err)
+				}
+				listed, linked := map[string]int{}, map[string]int{}
+				for _, f := range rep.Findings {
+					listed[findingKey(f)]++
+				}
+				for _, inc := range rep.Incidents {
+					linked[findingKey(inc.RootCause)]++
+					for _, s := range inc.Symptoms {
+						linked[findingKey(s)]++
+					}
+				}
+				want := map[string]int{}
+				for _, f := range raw.Findings {
+					if f.ID != suppressed {
+						want[findingKey(f)]++
+					}
+				}
+				for k, n := range want {
+					if listed[k] != n {
+						t.Errorf("suppressing %q: emitted %d time(s), listed %d time(s) in the report's findings: %s", suppressed, n, listed[k], k)
+					}
+					if linked[k] != n {
+						t.Errorf("suppressing %q: emitted %d time(s), in %d incident(s): %s", suppressed, n, linked[k], k)
+					}
+				}
+				for k := range listed {
+					if strings.HasPrefix(k, suppressed+"|") && suppressed != "" {
+						t.Errorf("suppressed %s is still listed: %s", suppressed, k)
+					}
 				}
 			}
 		})
