@@ -67,9 +67,12 @@ func (b *Builder) Error(e finding.ScanError) {
 }
 
 // Skip records a file that held no Kubernetes object.
-func (b *Builder) Skip(file, reason string) {
+func (b *Builder) Skip(file, reason string) { b.SkipAt(file, 0, reason) }
+
+// SkipAt records a document at file:line that was not turned into an object.
+func (b *Builder) SkipAt(file string, line int, reason string) {
 	b.mu.Lock()
-	b.skipped = append(b.skipped, Skipped{File: file, Reason: reason})
+	b.skipped = append(b.skipped, Skipped{File: file, Line: line, Reason: reason})
 	b.mu.Unlock()
 }
 
@@ -508,6 +511,9 @@ func (b *Builder) Build() *Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := &Snapshot{CollectedAt: b.collectedAt, Errors: b.errors, Skipped: b.skipped}
+	if s.Skipped == nil {
+		s.Skipped = []Skipped{} // a report's skipped list is always present, even empty
+	}
 	names := make([]string, 0, len(b.clusters))
 	for n := range b.clusters {
 		names = append(names, n)
@@ -533,7 +539,16 @@ func (b *Builder) Build() *Snapshot {
 		s.CollectedAt = newestTimestamp(s)
 	}
 	sort.SliceStable(s.Errors, func(i, j int) bool { return s.Errors[i].String() < s.Errors[j].String() })
-	sort.SliceStable(s.Skipped, func(i, j int) bool { return s.Skipped[i].File < s.Skipped[j].File })
+	sort.SliceStable(s.Skipped, func(i, j int) bool {
+		a, b := s.Skipped[i], s.Skipped[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Reason < b.Reason
+	})
 	return s
 }
 

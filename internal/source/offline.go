@@ -581,6 +581,20 @@ func looksLikeObject(b []byte) bool {
 	return len(t) > 0 && (t[0] == '{' || bytes.Contains(b, []byte("apiVersion:")) || bytes.Contains(b, []byte(`"apiVersion"`)))
 }
 
+// fileDocs is what one file's documents came to: objects added, and the documents that were
+// not turned into objects, recorded only once the file is known to be YAML or JSON.
+type fileDocs struct {
+	objects int
+	skips   []snapshot.Skipped
+}
+
+func (f *fileDocs) skip(rel string, line int, item, reason string) {
+	if item != "" {
+		reason = item + ": " + reason
+	}
+	f.skips = append(f.skips, snapshot.Skipped{File: rel, Line: line, Reason: reason})
+}
+
 // objects reads every object of one file.
 func (l *loader) objects(cluster, rel string, data []byte) {
 	t := bytes.TrimSpace(data)
@@ -589,44 +603,47 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 		return
 	}
 	strict := declaredStructured(rel) || looksLikeObject(t)
-	var found int
+	var f fileDocs
 	var parseErr *finding.ScanError
 	if t[0] == '{' || t[0] == '[' {
-		found, parseErr = l.jsonStream(cluster, rel, data)
+		parseErr = l.jsonStream(cluster, rel, data, &f)
 	} else {
-		found, parseErr = l.yamlDocs(cluster, rel, data)
+		parseErr = l.yamlDocs(cluster, rel, data, &f)
 	}
-	if parseErr != nil {
-		if strict || found > 0 {
-			parseErr.Cluster = displayCluster(cluster)
-			l.b.Error(*parseErr)
-		} else {
-			l.b.Skip(rel, "not YAML or JSON")
-		}
+	if parseErr != nil && !strict && f.objects == 0 {
+		l.b.Skip(rel, "not YAML or JSON")
 		return
 	}
-	if found == 0 {
-		l.b.Skip(rel, "no Kubernetes object (no apiVersion and kind)")
+	for _, sk := range f.skips {
+		l.b.SkipAt(sk.File, sk.Line, sk.Reason)
+	}
+	if parseErr != nil {
+		parseErr.Cluster = displayCluster(cluster)
+		l.b.Error(*parseErr)
+		return
+	}
+	if f.objects == 0 && len(f.skips) == 0 {
+		l.b.Skip(rel, "no Kubernetes object (only comments or empty documents)")
 	}
 }
 
-func (l *loader) jsonStream(cluster, rel string, data []byte) (int, *finding.ScanError) {
+func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *finding.ScanError {
 	if apiVersion, kind, ok := listItemKind(data); ok {
 		if objs, ok := snapshot.PrepareList(apiVersion, kind, data); ok && len(objs) > 0 {
 			src := fmt.Sprintf("%s:%d", rel, lineAt(data, int64(leadingSpace(data))))
 			for i, o := range objs {
 				l.b.Add(cluster, fmt.Sprintf("%s items[%d]", src, i), o)
 			}
-			return len(objs), nil
+			f.objects += len(objs)
+			return nil
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	found := 0
 	for {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
 		if err == io.EOF {
-			return found, nil
+			return nil
 		}
 		if err != nil {
 			off := dec.InputOffset()
@@ -638,20 +655,24 @@ func (l *loader) jsonStream(cluster, rel string, data []byte) (int, *finding.Sca
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				msg = "invalid JSON: unexpected end of input (truncated file?)"
 			}
-			return found, &finding.ScanError{File: rel, Line: lineAt(data, off), Message: msg}
+			return &finding.ScanError{File: rel, Line: lineAt(data, off), Message: msg}
 		}
+		line := lineAt(data, dec.InputOffset()-int64(len(raw)))
 		r := bytes.TrimSpace(raw)
 		if len(r) > 0 && r[0] == '[' {
 			var items []json.RawMessage
 			if err := json.Unmarshal(r, &items); err != nil {
-				return found, &finding.ScanError{File: rel, Message: "invalid JSON array: " + err.Error()}
+				return &finding.ScanError{File: rel, Line: line, Message: "invalid JSON array: " + err.Error()}
 			}
-			for _, it := range items {
-				found += l.object(cluster, rel, 0, it)
+			for i, it := range items {
+				l.object(cluster, rel, line, fmt.Sprintf("[%d]", i), it, f)
+			}
+			if len(items) == 0 {
+				f.skip(rel, line, "", "an empty array, no Kubernetes object")
 			}
 			continue
 		}
-		found += l.object(cluster, rel, lineAt(data, dec.InputOffset()-int64(len(raw))), raw)
+		l.object(cluster, rel, line, "", raw, f)
 	}
 }
 
@@ -752,8 +773,7 @@ func lineAt(data []byte, off int64) int {
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-func (l *loader) yamlDocs(cluster, rel string, data []byte) (int, *finding.ScanError) {
-	found := 0
+func (l *loader) yamlDocs(cluster, rel string, data []byte, f *fileDocs) *finding.ScanError {
 	for _, d := range splitYAML(data) {
 		if len(bytes.TrimSpace(stripComments(d.body))) == 0 {
 			continue
@@ -766,11 +786,11 @@ func (l *loader) yamlDocs(cluster, rel string, data []byte) (int, *finding.ScanE
 				line = d.line + n - 1
 			}
 			msg := yamlLine.ReplaceAllString(err.Error(), "line "+strconv.Itoa(line))
-			return found, &finding.ScanError{File: rel, Line: line, Message: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
+			return &finding.ScanError{File: rel, Line: line, Message: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
 		}
-		found += l.object(cluster, rel, d.line+leadingBlank(d.body), j)
+		l.object(cluster, rel, d.line+leadingBlank(d.body), "", j, f)
 	}
-	return found, nil
+	return nil
 }
 
 type doc struct {
@@ -831,40 +851,62 @@ func stripComments(b []byte) []byte {
 	return bytes.Join(out, []byte("\n"))
 }
 
-// object adds one JSON object (expanding Lists); it returns how many objects it found.
-func (l *loader) object(cluster, rel string, line int, raw []byte) int {
+// object adds one JSON document found at rel:line (item names it inside a List: items[3]),
+// expanding Lists. A document it does not turn into an object is recorded in f with the reason.
+func (l *loader) object(cluster, rel string, line int, item string, raw []byte, f *fileDocs) {
 	var h snapshot.Header
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return 0 // a scalar or array document: not an object
-	}
-	if !h.IsObject() {
-		return 0
+	if why := snapshot.NotAnObject(raw, &h); why != "" {
+		if item != "" && (why == "an empty mapping, not a Kubernetes object" || strings.HasPrefix(why, "an empty document")) {
+			why = "an empty List item"
+		}
+		f.skip(rel, line, item, why)
+		return
 	}
 	if h.Kind == BundleInfoKind && strings.HasPrefix(h.APIVersion, "unstick.dev/") {
-		return 1 // metadata found away from the root: not an object to judge
+		f.objects++ // metadata found away from the root: not an object to judge
+		return
 	}
 	src := rel
 	if line > 0 {
 		src = fmt.Sprintf("%s:%d", rel, line)
 	}
+	if item != "" {
+		src += " " + item
+	}
 	if h.IsList() {
-		n := 0
 		for i, it := range h.Items {
-			n += l.object(cluster, fmt.Sprintf("%s items[%d]", src, i), 0, it)
+			l.object(cluster, rel, line, fmt.Sprintf("%sitems[%d]", dotted(item), i), it, f)
 		}
-		if n == 0 {
-			return 1 // an empty list is still a Kubernetes document
-		}
-		return n
+		f.objects++ // a List, even empty, is a Kubernetes document
+		return
+	}
+	if why := snapshot.Mismatch(h.APIVersion, h.Kind); why != "" {
+		f.skip(rel, line, item, why)
+		return
 	}
 	if h.Metadata.Name == "" {
-		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: fmt.Sprintf("%s object has no metadata.name; ignored", h.Kind)})
-		return 1
+		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: withItem(item, fmt.Sprintf("%s object has no metadata.name; ignored", h.Kind))})
+		f.objects++
+		return
 	}
 	if err := l.b.AddJSON(cluster, src, &h, raw); err != nil {
-		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: "cannot decode " + err.Error()})
+		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: withItem(item, "cannot decode "+err.Error())})
 	}
-	return 1
+	f.objects++
+}
+
+func dotted(item string) string {
+	if item == "" {
+		return ""
+	}
+	return item + "."
+}
+
+func withItem(item, msg string) string {
+	if item == "" {
+		return msg
+	}
+	return item + ": " + msg
 }
 
 // tailLines keeps the last MaxLogLines lines, each cut at MaxLineBytes, with credentials

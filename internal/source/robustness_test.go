@@ -540,11 +540,12 @@ func TestBadInputCatalogue(t *testing.T) {
 				}
 				wantError(t, s, "badspec.yaml", 1, "cannot decode Pod cattle-fleet-system/fleet-agent-7d9c5b6f4-zz9kq")
 				wantError(t, s, "deployment.json", 1, "cannot decode Deployment cattle-fleet-system/fleet-agent")
-				wantSkipped(t, s, "numkind.yaml", "no Kubernetes object")
-				wantSkipped(t, s, "listitems.yaml", "no Kubernetes object")
-				if skippedFor(s, "scalars.yaml") != "" || len(errorsFor(s, "scalars.yaml")) > 0 {
-					t.Errorf("a List of scalars is an empty List: neither skipped nor an error:\n%s", describeSnap(s))
-				}
+				wantSkipped(t, s, "numkind.yaml", "kind is not a string")
+				wantSkipped(t, s, "listitems.yaml", "items is not a list")
+				// Each scalar of a List is named, with the List's line.
+				wantSkippedAt(t, s, "scalars.yaml", 1, "items[0]: a bare number")
+				wantSkippedAt(t, s, "scalars.yaml", 1, "items[1]: a bare string")
+				wantSkippedAt(t, s, "scalars.yaml", 1, "items[2]: a sequence, not a mapping")
 			},
 		},
 		{
@@ -560,8 +561,8 @@ func TestBadInputCatalogue(t *testing.T) {
 			check: func(t *testing.T, s *snapshot.Snapshot, err error) {
 				wantError(t, s, "nometa.yaml", 1, "Pod object has no metadata.name")
 				wantError(t, s, "noname.yaml", 1, "ConfigMap object has no metadata.name")
-				wantSkipped(t, s, "nokind.yaml", "no apiVersion and kind")
-				wantSkipped(t, s, "noapiversion.json", "no apiVersion and kind")
+				wantSkipped(t, s, "nokind.yaml", "no kind (apiVersion v1)")
+				wantSkipped(t, s, "noapiversion.json", "no apiVersion (kind Pod)")
 				if len(onlyCluster(t, s).Pods) != 1 || len(s.Errors) != 2 {
 					t.Errorf("two errors, the good Pod loads:\n%s", describeSnap(s))
 				}
