@@ -35,8 +35,8 @@ func TestLoadReportsEveryDroppedDocument(t *testing.T) {
 			"just some words\n---\n42\n---\n- a\n- b\n---\n~\n---\n" +
 			// line 33: a Deployment under v1
 			"apiVersion: v1\nkind: Deployment\nmetadata:\n  name: fleet-agent\n  namespace: cattle-fleet-system\n",
-		"list.yaml": "apiVersion: v1\nkind: List\nitems:\n- {}\n- null\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: listed\n    namespace: default\n",
-		"array.json": `[{"apiVersion":"v2","kind":"Pod","metadata":{"name":"v2pod"}}, "text"]`,
+		"list.yaml":    "apiVersion: v1\nkind: List\nitems:\n- {}\n- null\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: listed\n    namespace: default\n",
+		"array.json":   `[{"apiVersion":"v2","kind":"Pod","metadata":{"name":"v2pod"}}, "text"]`,
 		"crd-job.yaml": "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata:\n  name: train\n  namespace: ml\n",
 	})
 	s, err := (&Offline{Path: dir}).Load(context.Background())
