@@ -19,10 +19,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
 
@@ -36,19 +38,29 @@ import (
 // Limits bound what an offline bundle may make unstick read.
 type Limits struct {
 	MaxFileBytes  int64 // one file
-	MaxTotalBytes int64 // the whole bundle, uncompressed
-	MaxFiles      int
-	MaxLogLines   int // the tail kept of each container log
-	MaxLineBytes  int // a longer log line is cut
+	MaxTotalBytes int64 // the whole bundle, uncompressed (an archive's member names included)
+	MaxFiles      int   // entries of every type: files, directories, links, devices
+	MaxLogLines   int   // the tail kept of each container log
+	MaxLineBytes  int   // a longer log line is cut
+	MaxNameBytes  int   // one path inside the bundle
+	// MaxObjects and MaxObjectsPerFile bound the objects decoded (List items count one each).
+	MaxObjects        int
+	MaxObjectsPerFile int
+	// MaxMemory is the loader's memory budget (see budget.go); 0: $UNSTICK_MAX_MEMORY, else
+	// DefaultMaxMemory.
+	MaxMemory int64
 }
 
 // DefaultLimits are generous for real bundles and small for hostile ones.
 var DefaultLimits = Limits{
-	MaxFileBytes:  256 << 20,
-	MaxTotalBytes: 4 << 30,
-	MaxFiles:      500_000,
-	MaxLogLines:   5000,
-	MaxLineBytes:  16 << 10,
+	MaxFileBytes:      256 << 20,
+	MaxTotalBytes:     4 << 30,
+	MaxFiles:          500_000,
+	MaxLogLines:       5000,
+	MaxLineBytes:      16 << 10,
+	MaxNameBytes:      4096,
+	MaxObjects:        1_000_000,
+	MaxObjectsPerFile: 250_000,
 }
 
 // Offline reads a bundle from a directory or a .tar.gz/.tgz file.
@@ -68,6 +80,8 @@ type entry struct {
 	outside bool
 	// skip, when set, says why the entry is skipped without being read (a link).
 	skip string
+	// member is the entry's position in its archive (1-based; 0 outside archives).
+	member int
 }
 
 func failed(rel, msg string) entry {
@@ -81,7 +95,19 @@ func (o *Offline) Load(ctx context.Context) (*snapshot.Snapshot, error) {
 	if lim.MaxFiles == 0 {
 		lim = DefaultLimits
 	}
-	entries, err := bundleEntries(o.Path, lim)
+	lim = lim.withDefaults()
+	max, err := maxMemory(lim)
+	if err != nil {
+		return nil, err
+	}
+	// The garbage collector works harder as the heap nears the budget instead of letting it
+	// grow to twice what is live; unless the user set GOMEMLIMIT, which wins.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		prev := debug.SetMemoryLimit(max + gcHeadroom)
+		defer debug.SetMemoryLimit(prev)
+	}
+	mem := newBudget(max)
+	entries, err := bundleEntries(o.Path, lim, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +115,33 @@ func (o *Offline) Load(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, fmt.Errorf("bundle %s holds no files", o.Path)
 	}
 	entries = stripCommonRoot(entries)
-	l := &loader{b: snapshot.NewBuilder(), lim: lim, base: baseName(o.Path)}
+	l := &loader{b: snapshot.NewBuilder(), lim: lim, base: baseName(o.Path), mem: mem}
 	return l.load(ctx, entries, o.Progress)
 }
 
-// bundleEntries lists the files of a bundle directory or archive, in path order.
-func bundleEntries(path string, lim Limits) ([]entry, error) {
+// gcHeadroom is what the runtime itself and the snapshot's indexes use beyond what the
+// loader accounts.
+const gcHeadroom = 64 << 20
+
+// withDefaults fills limits a caller left zero (an older Limits literal) from DefaultLimits.
+func (lim Limits) withDefaults() Limits {
+	if lim.MaxNameBytes == 0 {
+		lim.MaxNameBytes = DefaultLimits.MaxNameBytes
+	}
+	if lim.MaxObjects == 0 {
+		lim.MaxObjects = DefaultLimits.MaxObjects
+	}
+	if lim.MaxObjectsPerFile == 0 {
+		lim.MaxObjectsPerFile = DefaultLimits.MaxObjectsPerFile
+	}
+	return lim
+}
+
+// accepted says what --from reads, for every message refusing something else.
+const accepted = "unstick reads a directory, a .tar.gz/.tgz archive, or a single .yaml/.yml/.json file"
+
+// bundleEntries lists the files of a bundle directory, archive or single file, in path order.
+func bundleEntries(path string, lim Limits, mem *budget) ([]entry, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading bundle: %w", err)
@@ -102,13 +149,47 @@ func bundleEntries(path string, lim Limits) ([]entry, error) {
 	if fi.IsDir() {
 		return listDir(path, lim)
 	}
-	return readTarGz(path, lim)
+	name := strings.ToLower(filepath.Base(path))
+	switch {
+	case strings.HasSuffix(name, ".tar.gz") || strings.HasSuffix(name, ".tgz"):
+		return readArchive(path, lim, mem)
+	case declaredStructured(name):
+		return singleFile(path, fi, lim), nil
+	}
+	head := make([]byte, 512)
+	if f, err := os.Open(path); err == nil {
+		n, _ := io.ReadFull(f, head)
+		head = head[:n]
+		f.Close()
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return readArchive(path, lim, mem) // a gzip archive under another name
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")) || strings.HasSuffix(name, ".zip"):
+		return nil, fmt.Errorf("bundle %s is a zip archive: %s (unpack it, or repack it with tar czf)", path, accepted)
+	case len(head) >= 262 && string(head[257:262]) == "ustar" || strings.HasSuffix(name, ".tar"):
+		return nil, fmt.Errorf("bundle %s is a plain tar archive: %s (compress it with gzip)", path, accepted)
+	}
+	return nil, fmt.Errorf("bundle %s is neither a directory nor a .tar.gz archive: %s", path, accepted)
+}
+
+// singleFile is a bundle of one YAML or JSON file (what `kubectl get -o yaml > x.yaml` writes).
+func singleFile(path string, fi os.FileInfo, lim Limits) []entry {
+	size := fi.Size()
+	return []entry{{rel: filepath.Base(path), open: func() ([]byte, error) {
+		if size > lim.MaxFileBytes {
+			return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
+		}
+		return os.ReadFile(path)
+	}}}
 }
 
 func baseName(p string) string {
 	b := filepath.Base(filepath.Clean(p))
-	for _, ext := range []string{".tar.gz", ".tgz"} {
-		b = strings.TrimSuffix(b, ext)
+	for _, ext := range []string{".tar.gz", ".tgz", ".yaml", ".yml", ".json"} {
+		if strings.HasSuffix(strings.ToLower(b), ext) {
+			return b[:len(b)-len(ext)]
+		}
 	}
 	return b
 }
@@ -169,28 +250,49 @@ func listDir(root string, lim Limits) ([]entry, error) {
 	return out, err
 }
 
+// readTarGz reads an archive's members into memory under the default memory budget.
 func readTarGz(file string, lim Limits) ([]entry, error) {
+	return readArchive(file, lim, rawBudget())
+}
+
+// readArchive reads an archive's members into memory, charging what it holds to mem.
+func readArchive(file string, lim Limits, mem *budget) ([]entry, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading bundle: %w", err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
+	cr := &countingReader{r: f}
+	zr, err := gzip.NewReader(bufio.NewReader(cr))
 	if err != nil {
-		return nil, fmt.Errorf("bundle %s is neither a directory nor a .tar.gz archive: %w", file, err)
+		return nil, fmt.Errorf("bundle %s is neither a directory nor a .tar.gz archive (%s): %w", file, accepted, err)
 	}
 	tr := tar.NewReader(zr)
 	var out []entry
-	var total int64
-	// cut records an archive that ends early or is corrupt part-way: what was read before is
-	// kept and the archive itself is named in the errors.
-	cut := func(err error) ([]entry, error) {
-		if len(out) == 0 {
-			return nil, fmt.Errorf("bundle %s: reading archive: %w", file, err)
+	var total, unpacked int64
+	members, last := 0, ""
+	// Members are held in memory until read: at most half the memory budget, the other half
+	// is for what they decode to.
+	maxTotal := min(lim.MaxTotalBytes, mem.max/2)
+	// stop records an archive that ends early, is corrupt part-way or goes over a limit: what
+	// was read before is kept and the archive itself is named in the errors, with how far it
+	// got. With nothing read before, the bundle cannot be read at all.
+	stop := func(err error, refused bool) ([]entry, error) {
+		where := fmt.Sprintf("after %d entries (%s unpacked from %s of %s", members, mib(unpacked), mib(cr.n), mib(fileSize(f)))
+		if last != "" {
+			where += ", last member " + shortName(last)
 		}
-		out = append(out, failed(filepath.Base(file), fmt.Sprintf("archive is truncated or corrupt after %d entries: %v; the entries before were read", len(out), err)))
-		sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-		return out, nil
+		where += ")"
+		what := "truncated or corrupt"
+		if refused {
+			what = "refused"
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("bundle %s: reading archive: %s %s: %w", file, what, where, err)
+		}
+		what = map[bool]string{false: "is truncated or corrupt", true: "was refused"}[refused]
+		out = append(out, failed(filepath.Base(file), fmt.Sprintf("archive %s %s: %v; the entries before were read, the rest was not", what, where, err)))
+		return sortEntries(out), nil
 	}
 	for {
 		h, err := tr.Next()
@@ -198,13 +300,28 @@ func readTarGz(file string, lim Limits) ([]entry, error) {
 			// The tar stream ended: read what is left of the gzip stream (padding) so that its
 			// checksum is verified; a corrupt archive must not pass for a complete one.
 			if _, err := io.Copy(io.Discard, io.LimitReader(zr, 1<<20)); err != nil {
-				return cut(err)
+				return stop(err, false)
 			}
 			break
 		}
 		if err != nil {
-			return cut(err)
+			return stop(err, false)
 		}
+		// Every entry counts, whatever its type: a million links or directories cost memory too.
+		members++
+		if members > lim.MaxFiles {
+			return stop(fmt.Errorf("it has more than %d files (entries of every type count)", lim.MaxFiles), true)
+		}
+		// Names count toward the bytes held; a name longer than any real path is not kept.
+		total += int64(len(h.Name)) + entryOverhead
+		if total > maxTotal {
+			return stop(overTotal(maxTotal, lim, mem), true)
+		}
+		if len(h.Name) > lim.MaxNameBytes {
+			out = append(out, failed(shortName(h.Name), fmt.Sprintf("member name is %d bytes, more than the %d-byte limit; not read", len(h.Name), lim.MaxNameBytes)))
+			continue
+		}
+		last = h.Name
 		if h.Typeflag == tar.TypeDir {
 			continue
 		}
@@ -215,36 +332,108 @@ func readTarGz(file string, lim Limits) ([]entry, error) {
 		}
 		if h.Typeflag != tar.TypeReg {
 			// links and devices are never followed or created
-			out = append(out, entry{rel: rel, skip: fmt.Sprintf("archive entry of type %q (link or device), not read", h.Typeflag)})
+			out = append(out, entry{rel: rel, member: members, skip: linkSkip(h.Typeflag)})
 			continue
-		}
-		if len(out) >= lim.MaxFiles {
-			return nil, fmt.Errorf("bundle %s has more than %d files", file, lim.MaxFiles)
 		}
 		if h.Size > lim.MaxFileBytes {
 			size := h.Size
-			out = append(out, entry{rel: rel, open: func() ([]byte, error) {
+			out = append(out, entry{rel: rel, member: members, open: func() ([]byte, error) {
 				return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
 			}})
 			continue
 		}
 		total += h.Size
-		if total > lim.MaxTotalBytes {
-			return nil, fmt.Errorf("bundle %s unpacks to more than %d MiB", file, lim.MaxTotalBytes>>20)
+		if total > maxTotal {
+			return stop(overTotal(maxTotal, lim, mem), true)
 		}
 		// h.Size is within the limits checked above: read exactly that. (io.ReadAll would keep
 		// a 512-byte buffer for each of half a million empty members, and up to twice the size
 		// of big ones.) A header that lies about its size costs one such buffer, then the
 		// archive is reported cut.
 		data := make([]byte, h.Size)
-		_, err = io.ReadFull(tr, data)
+		n, err := io.ReadFull(tr, data)
+		unpacked += int64(n)
 		if err != nil {
-			return cut(fmt.Errorf("reading %s: %w", rel, err))
+			return stop(fmt.Errorf("reading %s: %w", rel, err), false)
 		}
-		out = append(out, entry{rel: rel, data: data})
+		out = append(out, entry{rel: rel, member: members, data: data})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-	return out, nil
+	// What the members hold is charged until each is read (see loader.file).
+	mem.keep(total)
+	return sortEntries(out), nil
+}
+
+// overTotal says which limit an archive's contents went over.
+func overTotal(maxTotal int64, lim Limits, mem *budget) error {
+	if maxTotal < lim.MaxTotalBytes {
+		return fmt.Errorf("it unpacks to more than %s, half the memory budget of %s (raise it with %s)", mib(maxTotal), mib(mem.max), MemoryEnv)
+	}
+	return fmt.Errorf("it unpacks to more than %s (the limit on a bundle)", mib(maxTotal))
+}
+
+// linkSkip says why a link or device member is not read; one string per type, not per member.
+func linkSkip(t byte) string {
+	switch t {
+	case tar.TypeSymlink:
+		return "archive entry of type symbolic link, not read"
+	case tar.TypeLink:
+		return "archive entry of type hard link, not read"
+	case tar.TypeChar, tar.TypeBlock:
+		return "archive entry of type device, not read"
+	case tar.TypeFifo:
+		return "archive entry of type FIFO, not read"
+	}
+	return fmt.Sprintf("archive entry of type %q (link or device), not read", t)
+}
+
+// shortName cuts a hostile member name for messages.
+func shortName(n string) string {
+	if len(n) <= 200 {
+		return n
+	}
+	return fmt.Sprintf("%s…(%d bytes)", strings.ToValidUTF8(n[:120], ""), len(n))
+}
+
+// sortEntries orders entries by path and reports paths that occur more than once in an
+// archive: the later member is read, as tar would leave it on disk, so that the same archive
+// always gives the same findings whatever order the members were read in.
+func sortEntries(out []entry) []entry {
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].rel != out[j].rel {
+			return out[i].rel < out[j].rel
+		}
+		return out[i].member < out[j].member
+	})
+	kept := out[:0]
+	for i, e := range out {
+		if i+1 < len(out) && out[i+1].rel == e.rel && !e.outside && !out[i+1].outside && e.member > 0 {
+			later := out[i+1].member
+			kept = append(kept, entry{rel: e.rel, open: func() ([]byte, error) {
+				return nil, fmt.Errorf("the archive holds this path twice (members %d and %d); member %d was read, member %d ignored, as tar would extract them", e.member, later, later, e.member)
+			}})
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func fileSize(f *os.File) int64 {
+	if fi, err := f.Stat(); err == nil {
+		return fi.Size()
+	}
+	return 0
 }
 
 // stripCommonRoot removes one top directory shared by every entry, as `tar czf x.tgz dir/`
@@ -278,6 +467,13 @@ type loader struct {
 	lim  Limits
 	base string
 	info *BundleInfo
+	mem  *budget
+
+	decoded atomic.Int64 // objects decoded so far, in every file
+	// full, once set, says why the bundle stopped being read (a limit of the whole bundle);
+	// notRead counts the files left unread after it.
+	full    atomic.Pointer[finding.ScanError]
+	notRead atomic.Int64
 }
 
 const rootCluster = "\x00root"
@@ -318,7 +514,7 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 	l.declare(subs)
 
 	workers := runtime.GOMAXPROCS(0)
-	jobs := make(chan entry)
+	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var done int
 	var mu sync.Mutex
@@ -326,8 +522,13 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for e := range jobs {
-				l.file(e, single)
+			for i := range jobs {
+				l.file(es[i], single)
+				// An archive member's bytes are let go once read.
+				if n := int64(len(es[i].data)); n > 0 {
+					es[i].data = nil
+					l.mem.free(n)
+				}
 				if progress != nil {
 					mu.Lock()
 					done++
@@ -338,16 +539,23 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		}()
 	}
 	var err error
-	for _, e := range es {
+	for i := range es {
 		if err = ctx.Err(); err != nil {
 			break
 		}
-		jobs <- e
+		jobs <- i
 	}
 	close(jobs)
 	wg.Wait()
 	if err != nil {
 		return nil, err
+	}
+	if stop := l.full.Load(); stop != nil {
+		e := *stop
+		if n := l.notRead.Load(); n > 0 {
+			e.Message += fmt.Sprintf("; %d more files were not read", n)
+		}
+		l.b.Error(e)
 	}
 	s := l.b.Build()
 	l.nameRoot(s)
@@ -499,6 +707,10 @@ func (l *loader) file(e entry, single string) {
 		l.b.Skip(e.rel, e.skip)
 		return
 	}
+	if l.full.Load() != nil {
+		l.notRead.Add(1)
+		return
+	}
 	cluster, rest := clusterOf(e.rel, single)
 	if e.outside {
 		cluster, rest = rootCluster, ""
@@ -584,8 +796,10 @@ func looksLikeObject(b []byte) bool {
 // fileDocs is what one file's documents came to: objects added, and the documents that were
 // not turned into objects, recorded only once the file is known to be YAML or JSON.
 type fileDocs struct {
+	cluster string
 	objects int
 	skips   []snapshot.Skipped
+	stopped bool // a limit was reached: the rest of the file is not read
 }
 
 func (f *fileDocs) skip(rel string, line int, item, reason string) {
@@ -603,7 +817,18 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 		return
 	}
 	strict := declaredStructured(rel) || looksLikeObject(t)
-	var f fileDocs
+	cost := int64(len(data)) * yamlParseCost
+	if t[0] == '{' || t[0] == '[' {
+		cost = int64(len(data)) * jsonParseCost
+	}
+	if !l.mem.reserve(cost) {
+		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Message: fmt.Sprintf(
+			"not read: reading this %s file needs about %s, more than is left of the memory budget of %s (raise it with %s)",
+			mib(int64(len(data))), mib(cost), mib(l.mem.max), MemoryEnv)})
+		return
+	}
+	defer l.mem.release(cost)
+	f := fileDocs{cluster: cluster}
 	var parseErr *finding.ScanError
 	if t[0] == '{' || t[0] == '[' {
 		parseErr = l.jsonStream(cluster, rel, data, &f)
@@ -629,7 +854,7 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 
 func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *finding.ScanError {
 	if apiVersion, kind, ok := listItemKind(data); ok {
-		if objs, ok := snapshot.PrepareList(apiVersion, kind, data); ok && len(objs) > 0 {
+		if objs, ok := snapshot.PrepareList(apiVersion, kind, data, l.room()); ok && len(objs) > 0 && l.admitAll(f, rel, len(objs), len(data)) {
 			src := fmt.Sprintf("%s:%d", rel, lineAt(data, int64(leadingSpace(data))))
 			for i, o := range objs {
 				l.b.Add(cluster, fmt.Sprintf("%s items[%d]", src, i), o)
@@ -665,6 +890,9 @@ func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *find
 				return &finding.ScanError{File: rel, Line: line, Message: "invalid JSON array: " + err.Error()}
 			}
 			for i, it := range items {
+				if f.stopped {
+					break
+				}
 				l.object(cluster, rel, line, fmt.Sprintf("[%d]", i), it, f)
 			}
 			if len(items) == 0 {
@@ -673,6 +901,9 @@ func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *find
 			continue
 		}
 		l.object(cluster, rel, line, "", raw, f)
+		if f.stopped {
+			return nil
+		}
 	}
 }
 
@@ -789,6 +1020,9 @@ func (l *loader) yamlDocs(cluster, rel string, data []byte, f *fileDocs) *findin
 			return &finding.ScanError{File: rel, Line: line, Message: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
 		}
 		l.object(cluster, rel, d.line+leadingBlank(d.body), "", j, f)
+		if f.stopped {
+			break
+		}
 	}
 	return nil
 }
@@ -875,6 +1109,9 @@ func (l *loader) object(cluster, rel string, line int, item string, raw []byte, 
 	}
 	if h.IsList() {
 		for i, it := range h.Items {
+			if f.stopped {
+				break
+			}
 			l.object(cluster, rel, line, fmt.Sprintf("%sitems[%d]", dotted(item), i), it, f)
 		}
 		f.objects++ // a List, even empty, is a Kubernetes document
@@ -889,10 +1126,66 @@ func (l *loader) object(cluster, rel string, line int, item string, raw []byte, 
 		f.objects++
 		return
 	}
+	if !l.admit(f, rel, line, item, len(raw)) {
+		return
+	}
 	if err := l.b.AddJSON(cluster, src, &h, raw); err != nil {
 		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: withItem(item, "cannot decode "+err.Error())})
 	}
 	f.objects++
+}
+
+// room is how many more objects one List may decode at once before the limits are checked
+// item by item.
+func (l *loader) room() int {
+	n := min(l.lim.MaxObjectsPerFile, l.lim.MaxObjects-int(l.decoded.Load()))
+	n = min(n, int(l.mem.max/objectOverhead))
+	return max(n, 0)
+}
+
+// admit charges one object of size bytes about to be added at rel:line; false, with the reason
+// recorded, when a limit is reached: the rest of the file (a limit of one file) or of the
+// bundle (a limit of the whole) is not read.
+func (l *loader) admit(f *fileDocs, rel string, line int, item string, size int) bool {
+	if f.stopped {
+		return false
+	}
+	var why string
+	whole := false
+	switch {
+	case f.objects >= l.lim.MaxObjectsPerFile:
+		why = fmt.Sprintf("more than %d objects in one file (the limit per file); the rest of this file was not read", l.lim.MaxObjectsPerFile)
+	case l.decoded.Add(1) > int64(l.lim.MaxObjects):
+		why, whole = fmt.Sprintf("the bundle holds more than %d objects (the limit); reading stopped here", l.lim.MaxObjects), true
+	case !l.mem.keep(objectOverhead + int64(size)):
+		why, whole = fmt.Sprintf("the objects read so far fill the memory budget of %s (raise it with %s); reading stopped here", mib(l.mem.max), MemoryEnv), true
+	default:
+		return true
+	}
+	f.stopped = true
+	e := finding.ScanError{Cluster: displayCluster(f.cluster), File: rel, Line: line, Message: withItem(item, why)}
+	if whole {
+		if l.full.CompareAndSwap(nil, &e) {
+			return false
+		}
+		l.notRead.Add(1) // another file stopped at the same limit: counted, named once
+		return false
+	}
+	l.b.Error(e)
+	return false
+}
+
+// admitAll admits n objects decoded at once from a size-byte List, or none.
+func (l *loader) admitAll(f *fileDocs, rel string, n, size int) bool {
+	if f.objects+n > l.lim.MaxObjectsPerFile || l.decoded.Add(int64(n)) > int64(l.lim.MaxObjects) {
+		l.decoded.Add(-int64(n))
+		return false
+	}
+	if !l.mem.keep(int64(n)*objectOverhead + int64(size)) {
+		l.decoded.Add(-int64(n))
+		return false
+	}
+	return true
 }
 
 func dotted(item string) string {
