@@ -43,6 +43,11 @@ type Builder struct {
 	skipped     []Skipped
 }
 
+// MaxListed is how many errors, and how many skipped entries, a snapshot lists one by one
+// (the first in order); the rest are counted in one closing entry, so that a hostile bundle
+// of half a million links does not make a half-million-line report.
+const MaxListed = 10_000
+
 // NewBuilder starts an empty snapshot.
 func NewBuilder() *Builder {
 	return &Builder{clusters: map[string]*Cluster{}, infos: map[string]ClusterInfo{}}
@@ -62,9 +67,11 @@ func (b *Builder) DeclareCluster(info ClusterInfo) {
 // Error records something that could not be read; the scan goes on.
 func (b *Builder) Error(e finding.ScanError) {
 	b.mu.Lock()
-	b.errors = append(b.errors, e)
+	b.addError(e)
 	b.mu.Unlock()
 }
+
+func (b *Builder) addError(e finding.ScanError) { b.errors = append(b.errors, e) }
 
 // Skip records a file that held no Kubernetes object.
 func (b *Builder) Skip(file, reason string) { b.SkipAt(file, 0, reason) }
@@ -372,7 +379,7 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		if r := o.helm; r != nil {
 			if r.PayloadError != nil {
 				file, line := splitSource(src)
-				b.errors = append(b.errors, finding.ScanError{Cluster: c.Name, File: file, Line: line,
+				b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line,
 					Message: fmt.Sprintf("Helm release Secret %s/%s: %v (using its labels only)", t.Namespace, t.Name, r.PayloadError)})
 			}
 			c.HelmReleases = append(c.HelmReleases, r)
@@ -539,6 +546,9 @@ func (b *Builder) Build() *Snapshot {
 		s.CollectedAt = newestTimestamp(s)
 	}
 	sort.SliceStable(s.Errors, func(i, j int) bool { return s.Errors[i].String() < s.Errors[j].String() })
+	if n := len(s.Errors) - MaxListed; n > 0 {
+		s.Errors = append(s.Errors[:MaxListed:MaxListed], finding.ScanError{Message: fmt.Sprintf("… and %d more errors, not listed (the first %d are)", n, MaxListed)})
+	}
 	sort.SliceStable(s.Skipped, func(i, j int) bool {
 		a, b := s.Skipped[i], s.Skipped[j]
 		if a.File != b.File {
@@ -549,6 +559,9 @@ func (b *Builder) Build() *Snapshot {
 		}
 		return a.Reason < b.Reason
 	})
+	if n := len(s.Skipped) - MaxListed; n > 0 {
+		s.Skipped = append(s.Skipped[:MaxListed:MaxListed], Skipped{File: "…", Reason: fmt.Sprintf("%d more skipped entries, not listed (the first %d are)", n, MaxListed)})
+	}
 	return s
 }
 

@@ -17,7 +17,7 @@ import (
 // listDecoders are the kinds whose List decodes straight into typed items: the kinds kept
 // as their plain Kubernetes or Fleet type, with nothing to tolerate on the way in (Secrets
 // are decoded leniently and Plans, events.k8s.io Events and CRDs into views, item by item).
-var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bool, max int) ([]*Object, string, bool){
+var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bool, max int) (objs []*Object, cont string, ok, more bool){
 	"/Pod":                                decodeList[corev1.Pod],
 	"/Node":                               decodeList[corev1.Node],
 	"/Event":                              decodeList[corev1.Event],
@@ -41,16 +41,15 @@ var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bo
 // typed form, an item of another kind or without a name, anything that does not decode.
 // The caller then reads the list item by item, which names what is wrong.
 //
-// max bounds the items decoded: a List with more answers ok=false after decoding max of them
-// at most, so that a small file listing a million objects is not built in memory before its
-// size is known; the caller's item-by-item reading then stops at its own limits.
-func PrepareList(apiVersion, kind string, data []byte, max int) (objs []*Object, ok bool) {
+// max bounds the items decoded: a List with more returns its first max items and more=true,
+// so that a small file listing a million objects is never built in memory whole.
+func PrepareList(apiVersion, kind string, data []byte, max int) (objs []*Object, ok, more bool) {
 	dec := listDecoders[groupOf(apiVersion)+"/"+kind]
 	if dec == nil {
-		return nil, false
+		return nil, false, false
 	}
-	objs, _, ok = dec(apiVersion, kind, data, false, max)
-	return objs, ok
+	objs, _, ok, more = dec(apiVersion, kind, data, false, max)
+	return objs, ok, more
 }
 
 // PreparePage decodes one page of a LIST answered by an API server for apiVersion/kind
@@ -63,7 +62,8 @@ func PreparePage(apiVersion, kind string, data []byte) (objs []*Object, cont str
 	if dec == nil {
 		return nil, "", false
 	}
-	return dec(apiVersion, kind, data, true, -1)
+	objs, cont, ok, _ = dec(apiVersion, kind, data, true, -1)
+	return objs, cont, ok
 }
 
 // HasPageDecoder reports whether PreparePage can read pages of this kind.
@@ -98,12 +98,12 @@ type named interface {
 func decodeList[T any, P interface {
 	*T
 	listItem
-}](apiVersion, kind string, data []byte, page bool, max int) ([]*Object, string, bool) {
+}](apiVersion, kind string, data []byte, page bool, max int) ([]*Object, string, bool, bool) {
 	// Streamed item by item (the tokens of the List itself, then one Decode per item): the
 	// same two passes over the bytes as one Unmarshal, but a count can stop it.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, "", false
+		return nil, "", false, false
 	}
 	var listKind string
 	var meta metav1.ListMeta
@@ -113,35 +113,35 @@ func decodeList[T any, P interface {
 		t, err := dec.Token()
 		key, isKey := t.(string)
 		if err != nil || !isKey {
-			return nil, "", false
+			return nil, "", false, false
 		}
 		switch key {
 		case "kind":
 			if dec.Decode(&listKind) != nil {
-				return nil, "", false
+				return nil, "", false, false
 			}
 		case "metadata":
 			if dec.Decode(&meta) != nil {
-				return nil, "", false
+				return nil, "", false, false
 			}
 		case "items":
 			if sawItems {
-				return nil, "", false
+				return nil, "", false, false
 			}
 			sawItems = true
 			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 				if t == nil && err == nil {
 					continue // "items": null
 				}
-				return nil, "", false
+				return nil, "", false, false
 			}
 			for dec.More() {
 				if max >= 0 && len(out) >= max {
-					return nil, "", false
+					return out, "", true, true // the caller stops here: the rest is not decoded
 				}
 				var it T
 				if dec.Decode(&it) != nil {
-					return nil, "", false
+					return nil, "", false, false
 				}
 				p := P(&it)
 				tm, ok := p.GetObjectKind().(*metav1.TypeMeta)
@@ -149,29 +149,29 @@ func decodeList[T any, P interface {
 					tm.APIVersion, tm.Kind = apiVersion, kind
 				}
 				if !ok || tm.APIVersion != apiVersion || tm.Kind != kind || p.GetName() == "" {
-					return nil, "", false
+					return nil, "", false, false
 				}
 				p.SetManagedFields(nil)
 				out = append(out, finish(apiVersion, kind, p.GetNamespace(), p.GetName(), p))
 			}
 			if _, err := dec.Token(); err != nil { // ]
-				return nil, "", false
+				return nil, "", false, false
 			}
 		default:
 			var skip json.RawMessage
 			if dec.Decode(&skip) != nil {
-				return nil, "", false
+				return nil, "", false, false
 			}
 		}
 	}
 	if _, err := dec.Token(); err != nil || !strings.HasSuffix(listKind, "List") {
-		return nil, "", false
+		return nil, "", false, false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, "", false // more after the List: not one List
+		return nil, "", false, false // more after the List: not one List
 	}
 	if out == nil {
 		out = []*Object{}
 	}
-	return out, meta.Continue, true
+	return out, meta.Continue, true, false
 }

@@ -88,6 +88,13 @@ func (b *budget) keep(n int64) bool {
 	return true
 }
 
+// left is what keep may still charge.
+func (b *budget) left() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.max - b.kept
+}
+
 // free gives back n bytes charged by keep.
 func (b *budget) free(n int64) {
 	b.mu.Lock()

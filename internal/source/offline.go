@@ -280,7 +280,7 @@ func readArchive(file string, lim Limits, mem *budget) ([]entry, error) {
 	stop := func(err error, refused bool) ([]entry, error) {
 		where := fmt.Sprintf("after %d entries (%s unpacked from %s of %s", members, mib(unpacked), mib(cr.n), mib(fileSize(f)))
 		if last != "" {
-			where += ", last member " + shortName(last)
+			where += ", last member read " + shortName(last)
 		}
 		where += ")"
 		what := "truncated or corrupt"
@@ -854,12 +854,18 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 
 func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *finding.ScanError {
 	if apiVersion, kind, ok := listItemKind(data); ok {
-		if objs, ok := snapshot.PrepareList(apiVersion, kind, data, l.room()); ok && len(objs) > 0 && l.admitAll(f, rel, len(objs), len(data)) {
-			src := fmt.Sprintf("%s:%d", rel, lineAt(data, int64(leadingSpace(data))))
+		room, why, whole := l.room(f, len(data))
+		objs, ok, more := snapshot.PrepareList(apiVersion, kind, data, room)
+		line := lineAt(data, int64(leadingSpace(data)))
+		if ok && (len(objs) > 0 || more) && l.admitAll(f, len(objs), len(data)) {
+			src := fmt.Sprintf("%s:%d", rel, line)
 			for i, o := range objs {
 				l.b.Add(cluster, fmt.Sprintf("%s items[%d]", src, i), o)
 			}
 			f.objects += len(objs)
+			if more {
+				l.stop(f, rel, line, fmt.Sprintf("items[%d]", len(objs)), why, whole)
+			}
 			return nil
 		}
 	}
@@ -1135,12 +1141,29 @@ func (l *loader) object(cluster, rel string, line int, item string, raw []byte, 
 	f.objects++
 }
 
-// room is how many more objects one List may decode at once before the limits are checked
-// item by item.
-func (l *loader) room() int {
-	n := min(l.lim.MaxObjectsPerFile, l.lim.MaxObjects-int(l.decoded.Load()))
-	n = min(n, int(l.mem.max/objectOverhead))
-	return max(n, 0)
+// room is how many more objects one List of file f may decode at once, and what the limit is
+// that stops it there (whole: a limit of the whole bundle).
+func (l *loader) room(f *fileDocs, size int) (n int, why string, whole bool) {
+	n, why = l.lim.MaxObjectsPerFile-f.objects, perFileLimit(l.lim)
+	if left := l.lim.MaxObjects - int(l.decoded.Load()); left < n {
+		n, why, whole = left, totalLimit(l.lim), true
+	}
+	if left := int((l.mem.left() - int64(size)) / objectOverhead); left < n {
+		n, why, whole = left, memoryLimit(l.mem), true
+	}
+	return max(n, 0), why, whole
+}
+
+func perFileLimit(lim Limits) string {
+	return fmt.Sprintf("more than %d objects in one file (the limit per file); the rest of this file was not read", lim.MaxObjectsPerFile)
+}
+
+func totalLimit(lim Limits) string {
+	return fmt.Sprintf("the bundle holds more than %d objects (the limit); reading stopped here", lim.MaxObjects)
+}
+
+func memoryLimit(mem *budget) string {
+	return fmt.Sprintf("the objects read so far fill the memory budget of %s (raise it with %s); reading stopped here", mib(mem.max), MemoryEnv)
 }
 
 // admit charges one object of size bytes about to be added at rel:line; false, with the reason
@@ -1150,33 +1173,36 @@ func (l *loader) admit(f *fileDocs, rel string, line int, item string, size int)
 	if f.stopped {
 		return false
 	}
-	var why string
-	whole := false
 	switch {
 	case f.objects >= l.lim.MaxObjectsPerFile:
-		why = fmt.Sprintf("more than %d objects in one file (the limit per file); the rest of this file was not read", l.lim.MaxObjectsPerFile)
+		l.stop(f, rel, line, item, perFileLimit(l.lim), false)
 	case l.decoded.Add(1) > int64(l.lim.MaxObjects):
-		why, whole = fmt.Sprintf("the bundle holds more than %d objects (the limit); reading stopped here", l.lim.MaxObjects), true
+		l.stop(f, rel, line, item, totalLimit(l.lim), true)
 	case !l.mem.keep(objectOverhead + int64(size)):
-		why, whole = fmt.Sprintf("the objects read so far fill the memory budget of %s (raise it with %s); reading stopped here", mib(l.mem.max), MemoryEnv), true
+		l.stop(f, rel, line, item, memoryLimit(l.mem), true)
 	default:
 		return true
 	}
-	f.stopped = true
-	e := finding.ScanError{Cluster: displayCluster(f.cluster), File: rel, Line: line, Message: withItem(item, why)}
-	if whole {
-		if l.full.CompareAndSwap(nil, &e) {
-			return false
-		}
-		l.notRead.Add(1) // another file stopped at the same limit: counted, named once
-		return false
-	}
-	l.b.Error(e)
 	return false
 }
 
+// stop ends the reading of file f at rel:line (item), for why: the file's own limit is an
+// error on the file; a limit of the whole bundle is reported once, with the count of files
+// it left unread.
+func (l *loader) stop(f *fileDocs, rel string, line int, item, why string, whole bool) {
+	f.stopped = true
+	e := finding.ScanError{Cluster: displayCluster(f.cluster), File: rel, Line: line, Message: withItem(item, why)}
+	if !whole {
+		l.b.Error(e)
+		return
+	}
+	if !l.full.CompareAndSwap(nil, &e) {
+		l.notRead.Add(1) // another file stopped at the same limit: counted, named once
+	}
+}
+
 // admitAll admits n objects decoded at once from a size-byte List, or none.
-func (l *loader) admitAll(f *fileDocs, rel string, n, size int) bool {
+func (l *loader) admitAll(f *fileDocs, n, size int) bool {
 	if f.objects+n > l.lim.MaxObjectsPerFile || l.decoded.Add(int64(n)) > int64(l.lim.MaxObjects) {
 		l.decoded.Add(-int64(n))
 		return false
