@@ -547,7 +547,9 @@ func (b *Builder) Build() *Snapshot {
 	}
 	sort.SliceStable(s.Errors, func(i, j int) bool { return s.Errors[i].String() < s.Errors[j].String() })
 	if n := len(s.Errors) - MaxListed; n > 0 {
-		s.Errors = append(s.Errors[:MaxListed:MaxListed], finding.ScanError{Message: fmt.Sprintf("… and %d more errors, not listed (the first %d are)", n, MaxListed)})
+		first := s.Errors[MaxListed]
+		s.Errors = append(s.Errors[:MaxListed:MaxListed], finding.ScanError{Cluster: first.Cluster, File: first.File, Line: first.Line,
+			Message: fmt.Sprintf("this and %d more errors, not listed (the first %d are)", n-1, MaxListed)})
 	}
 	sort.SliceStable(s.Skipped, func(i, j int) bool {
 		a, b := s.Skipped[i], s.Skipped[j]
@@ -560,7 +562,9 @@ func (b *Builder) Build() *Snapshot {
 		return a.Reason < b.Reason
 	})
 	if n := len(s.Skipped) - MaxListed; n > 0 {
-		s.Skipped = append(s.Skipped[:MaxListed:MaxListed], Skipped{File: "…", Reason: fmt.Sprintf("%d more skipped entries, not listed (the first %d are)", n, MaxListed)})
+		first := s.Skipped[MaxListed]
+		s.Skipped = append(s.Skipped[:MaxListed:MaxListed], Skipped{File: first.File, Line: first.Line,
+			Reason: fmt.Sprintf("this and %d more skipped entries, not listed (the first %d are)", n-1, MaxListed)})
 	}
 	return s
 }

@@ -97,3 +97,21 @@ func TestLoadTruncatedArchiveSaysHowFar(t *testing.T) {
 		t.Errorf("the member before the cut loads:\n%s", describeSnap(s))
 	}
 }
+
+// TestLoadDirectoryCountsEveryEntry: in a directory bundle too, links and directories count
+// toward the file limit.
+func TestLoadDirectoryCountsEveryEntry(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"pods.yaml": goodPod})
+	for i := 0; i < 10; i++ {
+		if err := os.Symlink("pods.yaml", filepath.Join(dir, "link"+string(rune('a'+i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lim := DefaultLimits
+	lim.MaxFiles = 5
+	_, err := (&Offline{Path: dir, Limits: lim}).Load(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "more than 5 files (entries of every type count)") {
+		t.Errorf("want the directory refused over the file limit, got %v", err)
+	}
+}

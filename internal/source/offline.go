@@ -202,7 +202,12 @@ func listDir(root string, lim Limits) ([]entry, error) {
 	}
 	var out []entry
 	var total int64
+	seen := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		// Every entry counts toward the file limit, whatever its type.
+		if seen++; seen > lim.MaxFiles {
+			return fmt.Errorf("bundle %s has more than %d files (entries of every type count)", root, lim.MaxFiles)
+		}
 		if err != nil {
 			if p == root {
 				return fmt.Errorf("reading bundle: %w", err)
@@ -229,9 +234,6 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
-		if len(out) >= lim.MaxFiles {
-			return fmt.Errorf("bundle %s has more than %d files", root, lim.MaxFiles)
-		}
 		total += info.Size()
 		if total > lim.MaxTotalBytes {
 			return fmt.Errorf("bundle %s is larger than %d MiB", root, lim.MaxTotalBytes>>20)
@@ -318,7 +320,8 @@ func readArchive(file string, lim Limits, mem *budget) ([]entry, error) {
 			return stop(overTotal(maxTotal, lim, mem), true)
 		}
 		if len(h.Name) > lim.MaxNameBytes {
-			out = append(out, failed(shortName(h.Name), fmt.Sprintf("member name is %d bytes, more than the %d-byte limit; not read", len(h.Name), lim.MaxNameBytes)))
+			// Named on the archive: the name itself is what cannot be kept.
+			out = append(out, failed(filepath.Base(file), fmt.Sprintf("member %d: its name (%s) is %d bytes, more than the %d-byte limit; not read", members, shortName(h.Name), len(h.Name), lim.MaxNameBytes)))
 			continue
 		}
 		last = h.Name
