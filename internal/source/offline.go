@@ -725,6 +725,15 @@ func (l *loader) file(e entry, single string) {
 	}
 	data = utf8Text(data)
 	if m := logPath.FindStringSubmatch(rest); m != nil {
+		// Splitting a log into lines holds about twice its size for a moment.
+		cost := 2 * int64(len(data))
+		if !l.mem.reserve(cost) {
+			l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: e.rel, Message: fmt.Sprintf(
+				"not read: reading this %s log needs about %s, more than is left of the memory budget of %s (raise it with %s)",
+				mib(int64(len(data))), mib(cost), mib(l.mem.max), MemoryEnv)})
+			return
+		}
+		defer l.mem.release(cost)
 		l.b.AddLog(cluster, m[1], m[2], m[3], m[4] != "", e.rel, tailLines(data, l.lim))
 		return
 	}
