@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/unstick-dev/unstick/internal/finding"
 )
 
 // MemoryEnv names the environment variable that sets the loader's memory budget
@@ -133,4 +135,77 @@ func mib(n int64) string {
 		return fmt.Sprintf("%d KiB", (n+1023)>>10)
 	}
 	return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20)
+}
+
+// room is how many more objects one List of file f may decode at once, and what the limit is
+// that stops it there (whole: a limit of the whole bundle).
+func (l *loader) room(f *fileDocs, size int) (n int, why string, whole bool) {
+	n, why = l.lim.MaxObjectsPerFile-f.objects, perFileLimit(l.lim)
+	if left := l.lim.MaxObjects - int(l.decoded.Load()); left < n {
+		n, why, whole = left, totalLimit(l.lim), true
+	}
+	if left := int((l.mem.left() - int64(size)) / objectOverhead); left < n {
+		n, why, whole = left, memoryLimit(l.mem), true
+	}
+	return max(n, 0), why, whole
+}
+
+func perFileLimit(lim Limits) string {
+	return fmt.Sprintf("more than %d objects in one file (the limit per file); the rest of this file was not read", lim.MaxObjectsPerFile)
+}
+
+func totalLimit(lim Limits) string {
+	return fmt.Sprintf("the bundle holds more than %d objects (the limit); reading stopped here", lim.MaxObjects)
+}
+
+func memoryLimit(mem *budget) string {
+	return fmt.Sprintf("the objects read so far fill the memory budget of %s (raise it with %s); reading stopped here", mib(mem.max), MemoryEnv)
+}
+
+// admit charges one object of size bytes about to be added at rel:line; false, with the reason
+// recorded, when a limit is reached: the rest of the file (a limit of one file) or of the
+// bundle (a limit of the whole) is not read.
+func (l *loader) admit(f *fileDocs, rel string, line int, item string, size int) bool {
+	if f.stopped {
+		return false
+	}
+	switch {
+	case f.objects >= l.lim.MaxObjectsPerFile:
+		l.stop(f, rel, line, item, perFileLimit(l.lim), false)
+	case l.decoded.Add(1) > int64(l.lim.MaxObjects):
+		l.stop(f, rel, line, item, totalLimit(l.lim), true)
+	case !l.mem.keep(objectOverhead + int64(size)):
+		l.stop(f, rel, line, item, memoryLimit(l.mem), true)
+	default:
+		return true
+	}
+	return false
+}
+
+// stop ends the reading of file f at rel:line (item), for why: the file's own limit is an
+// error on the file; a limit of the whole bundle is reported once, with the count of files
+// it left unread.
+func (l *loader) stop(f *fileDocs, rel string, line int, item, why string, whole bool) {
+	f.stopped = true
+	e := finding.ScanError{Cluster: displayCluster(f.cluster), File: rel, Line: line, Message: withItem(item, why)}
+	if !whole {
+		l.b.Error(e)
+		return
+	}
+	if !l.full.CompareAndSwap(nil, &e) {
+		l.notRead.Add(1) // another file stopped at the same limit: counted, named once
+	}
+}
+
+// admitAll admits n objects decoded at once from a size-byte List, or none.
+func (l *loader) admitAll(f *fileDocs, n, size int) bool {
+	if f.objects+n > l.lim.MaxObjectsPerFile || l.decoded.Add(int64(n)) > int64(l.lim.MaxObjects) {
+		l.decoded.Add(-int64(n))
+		return false
+	}
+	if !l.mem.keep(int64(n)*objectOverhead + int64(size)) {
+		l.decoded.Add(-int64(n))
+		return false
+	}
+	return true
 }
