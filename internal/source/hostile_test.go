@@ -121,8 +121,8 @@ func TestHostileBundlesStayInBudget(t *testing.T) {
 				if len(onlyCluster(t, s).Pods) != 1 {
 					t.Errorf("the Pod before the links loads:\n%s", describeSnap(s))
 				}
-				// Half a million skipped links are listed up to the cap, then counted.
-				if n := len(s.Skipped); n != snapshot.MaxListed+1 || !strings.Contains(s.Skipped[n-1].Reason, "this and 489999 more skipped entries, not listed") {
+				// The 499,999 links read are listed up to the cap, then counted.
+				if n := len(s.Skipped); n != snapshot.MaxListed+1 || !strings.Contains(s.Skipped[n-1].Reason, "this and 489998 more skipped entries, not listed") {
 					t.Errorf("want %d skipped entries and a count of the rest, got %d (last %+v)", snapshot.MaxListed, n, s.Skipped[n-1])
 				}
 			},
