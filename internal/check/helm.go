@@ -28,11 +28,13 @@ import (
 // Every status Helm writes (pkg/release/status.go) is judged by the newest revision:
 //   - pending-install, pending-upgrade, pending-rollback: helm/release-pending once the run is
 //     older than helm.pendingAfter; with nothing to roll back to, also helm/no-deployed-release.
-//   - failed: helm/release-failed; with nothing deployed, also helm/no-deployed-release.
+//   - failed: helm/release-failed; with no revision deployed now or before (superseded), also
+//     helm/no-deployed-release.
 //   - uninstalling: an uninstall that never finished (a pre-delete hook that fails leaves the
-//     release so, helm#9241, fleet#4572); upgrades then fail with "has no deployed releases".
-//   - superseded, unknown: a newest revision that is not the deployed one, with nothing
-//     deployed, is helm/no-deployed-release.
+//     release so, helm#9241, longhorn#5187); with no earlier revision to roll back to,
+//     helm/no-deployed-release: upgrades fail with "has no deployed releases".
+//   - superseded, unknown: a newest revision that is not the deployed one, with no earlier
+//     revision that was deployed, is helm/no-deployed-release.
 //   - deployed: healthy. uninstalled: removed on purpose with --keep-history; not reported.
 var helmReleases = Check{
 	Name:  "helm/releases",
@@ -113,14 +115,20 @@ func nothingToRollBackTo(hist []*helmrelease.Release, deployed *helmrelease.Rele
 		}
 		return ""
 	}
-	switch newest.Status {
-	case helmrelease.StatusUninstalled:
+	if newest.Status == helmrelease.StatusUninstalled {
 		return "" // helm uninstall --keep-history: removed on purpose
+	}
+	if !newest.IsPending() && onceDeployedBefore(hist) != nil {
+		// A superseded revision was deployed once: `helm rollback <release> <rev>` returns to it
+		// (a failed upgrade whose post-upgrade hook failed leaves the previous one superseded).
+		return ""
+	}
+	switch newest.Status {
 	case helmrelease.StatusUninstalling:
 		return fmt.Sprintf("revision %d has been uninstalling since %s, an uninstall that never finished (a pre-delete hook that fails leaves a release so), and no revision is deployed: upgrades fail with \"has no deployed releases\"",
 			newest.Revision, timeOrDash(newest.Since()))
 	case helmrelease.StatusFailed:
-		return fmt.Sprintf("revision %d failed and no revision is deployed", newest.Revision)
+		return fmt.Sprintf("revision %d failed and no revision is or was deployed", newest.Revision)
 	case helmrelease.StatusDeployed:
 		return ""
 	}
@@ -128,6 +136,12 @@ func nothingToRollBackTo(hist []*helmrelease.Release, deployed *helmrelease.Rele
 		return "no revision is deployed"
 	}
 	return fmt.Sprintf("the newest revision %d is %s and no revision is deployed (the deployed revision's record is gone)", newest.Revision, orDash(newest.Status))
+}
+
+// onceDeployedBefore is the newest revision before the newest that was deployed once
+// (superseded), or nil.
+func onceDeployedBefore(hist []*helmrelease.Release) *helmrelease.Release {
+	return lastWithStatus(hist[:len(hist)-1], helmrelease.StatusSuperseded)
 }
 
 func timeOrDash(t time.Time) string {

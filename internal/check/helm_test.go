@@ -67,6 +67,8 @@ func TestHelmEveryStatus(t *testing.T) {
 		{"uninstalling for a minute", []*helmrelease.Release{rev(1, "uninstalling", 1)}, nil},
 		{"failed upgrade over a deployed revision", []*helmrelease.Release{rev(1, "deployed", 900), rev(2, "failed", 120)}, []string{failed}},
 		{"failed first install", []*helmrelease.Release{rev(1, "failed", 120)}, []string{noDeploy, failed}},
+		{"failed upgrade, the previous revision superseded (post-upgrade hook)", []*helmrelease.Release{rev(3, "superseded", 900), rev(4, "failed", 120)}, []string{failed}},
+		{"uninstalling, an earlier revision to roll back to", []*helmrelease.Release{rev(1, "superseded", 900), rev(2, "uninstalling", 170)}, nil},
 		{"failed first install a minute ago", []*helmrelease.Release{rev(1, "failed", 1)}, []string{failed}},
 		{"pending-install for hours", []*helmrelease.Release{rev(1, "pending-install", 120)}, []string{noDeploy, pending}},
 		{"pending-install for a minute", []*helmrelease.Release{rev(1, "pending-install", 1)}, nil},
