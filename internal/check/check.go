@@ -103,7 +103,7 @@ func Run(ctx *Context, checks []Check) Result {
 	for i, o := range outs {
 		for j := range o.fs {
 			if !ctx.Measure {
-				personalise(&o.fs[j])
+				personalise(ctx.Snap, &o.fs[j])
 			}
 		}
 		res.Findings = append(res.Findings, o.fs...)

@@ -1,0 +1,111 @@
+package check
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// A printed command names the cluster it must run against: without --context, kubectl and
+// helm act on whatever context is current, and a restart meant for one downstream cluster
+// lands on another.
+
+// managementCommand matches commands about objects that live on the management cluster:
+// Fleet's own resources (but not the CRDs that define them, which every cluster with an
+// agent has), Rancher's etcd snapshot records, and the Fleet controller.
+var (
+	managementCommand = regexp.MustCompile(`\b(clusters|bundles|bundledeployments|gitrepos|clusterregistrations|contents|clustergroups|bundlenamespacemappings)\.fleet\.cattle\.io\b|\betcdsnapshots\.rke\.cattle\.io\b|\bfleet-controller\b`)
+	crdCommand        = regexp.MustCompile(`\bget crds?\b`)
+	// A program starts a command: at its beginning or after a pipe, && or ;.
+	programStart = regexp.MustCompile(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm)( |$)`)
+)
+
+// target is the kubeconfig context a command goes to, and a note when that context is
+// only a guess or unknown.
+type target struct {
+	context string
+	note    string
+}
+
+// aimer picks the context of each command of a finding.
+type aimer struct {
+	management, subject target
+}
+
+func newAimer(s *snapshot.Snapshot, f *finding.Finding) aimer {
+	subj := subject(f)
+	a := aimer{subject: contextOf(s.Cluster(subj), subj)}
+	a.management = managementTarget(s, f)
+	return a
+}
+
+func contextOf(c *snapshot.Cluster, name string) target {
+	if c == nil {
+		return target{context: name, note: "context " + name + " is the cluster's name: the input holds nothing about that cluster"}
+	}
+	return target{context: c.Context}
+}
+
+// managementTarget is the management cluster of a finding: its own cluster when that is
+// one, else the management cluster holding the Fleet Cluster of the cluster it is about,
+// else the only management cluster of the input.
+func managementTarget(s *snapshot.Snapshot, f *finding.Finding) target {
+	if c := s.Cluster(f.Cluster); c != nil && c.Role == snapshot.Management {
+		return contextOf(c, f.Cluster)
+	}
+	mgmt := s.Management()
+	if sc := s.Cluster(subject(f)); sc != nil && sc.FleetCluster != "" {
+		ns, name, _ := strings.Cut(sc.FleetCluster, "/")
+		for _, m := range mgmt {
+			for _, fc := range m.FleetClusters {
+				if fc.Namespace == ns && fc.Name == name {
+					return contextOf(m, m.Name)
+				}
+			}
+		}
+	}
+	if len(mgmt) == 1 {
+		return contextOf(mgmt[0], mgmt[0].Name)
+	}
+	return target{context: "<management-context>", note: "<management-context>: the kubeconfig context of the Rancher management cluster (the input holds no single management cluster)"}
+}
+
+// aim adds --context (helm: --kube-context) to every kubectl and helm invocation of cmd.
+func (a aimer) aim(cmd string) (string, string) {
+	t := a.subject
+	if managementCommand.MatchString(cmd) && !crdCommand.MatchString(cmd) {
+		t = a.management
+	}
+	flag := map[string]string{"kubectl": "--context ", "helm": "--kube-context "}
+	ctx := shellQuote(t.context)
+	if strings.HasPrefix(t.context, "<") {
+		ctx = t.context // a placeholder stays recognisable as one
+	}
+	out := programStart.ReplaceAllStringFunc(cmd, func(m string) string {
+		sub := programStart.FindStringSubmatch(m)
+		return sub[1] + sub[2] + " " + flag[sub[2]] + ctx + sub[3]
+	})
+	return out, t.note
+}
+
+// shellQuote quotes a context name for a POSIX shell when it holds anything but the
+// characters kubeconfig names usually have: a bundle is untrusted input, and a pasted
+// command must not run what a hostile name carries.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
