@@ -36,9 +36,14 @@ type Cluster struct {
 	Role         string `json:"role"`
 	FleetCluster string `json:"fleetCluster,omitempty"`
 	Server       string `json:"server,omitempty"`
-	Objects      int    `json:"objects"`
-	Findings     int    `json:"findings"`
-	Worst        string `json:"worstSeverity,omitempty"`
+	// Context is the kubeconfig context the report's commands about this cluster carry;
+	// ContextSource says where it comes from: "kubeconfig" (read through it, or recorded
+	// by collect) or "cluster name" (nothing recorded one).
+	Context       string `json:"context,omitempty"`
+	ContextSource string `json:"contextSource,omitempty"`
+	Objects       int    `json:"objects"`
+	Findings      int    `json:"findings"`
+	Worst         string `json:"worstSeverity,omitempty"`
 }
 
 // New assembles a report; slices are never nil so JSON shows [] rather than null.
@@ -46,7 +51,8 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 	r := &Report{SchemaVersion: SchemaVersion, EvaluatedAt: now.UTC(), Incidents: incidents, Findings: fs, Skipped: s.Skipped}
 	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
 	for _, c := range s.Clusters {
-		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: objectCount(c)}
+		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: objectCount(c),
+			Context: c.Context, ContextSource: string(c.ContextSource)}
 		var worst finding.Severity
 		for _, f := range fs {
 			if f.Cluster == c.Name {
@@ -120,6 +126,9 @@ var Formats = []string{"table", "json", "yaml", "markdown", "html", "sarif", "ju
 type Options struct {
 	Color bool // ANSI colour in the table
 	Width int  // table width; 0 means 100
+	// Name is how the tool is invoked, for the hints it prints ("unstick", or
+	// "kubectl unstick" as the kubectl plugin); "" means unstick.
+	Name string
 
 	// Catalog supplies rule titles and help (sarif) and the check list (junit); nil means
 	// the built-in catalogue.
@@ -145,6 +154,9 @@ const FailNever = finding.Critical + 1
 
 // Render writes r in format.
 func Render(w io.Writer, r *Report, format string, o Options) error {
+	if format != "json" {
+		r = r.printable()
+	}
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -163,7 +175,7 @@ func Render(w io.Writer, r *Report, format string, o Options) error {
 		_, err = w.Write(y)
 		return err
 	case "markdown", "md":
-		return renderMarkdown(w, r)
+		return renderMarkdown(w, r, o)
 	case "table", "":
 		return renderTable(w, r, o)
 	case "html":
@@ -192,4 +204,11 @@ func countBySeverity(incs []finding.Incident) []string {
 		out = append(out, fmt.Sprintf("%d %s", n[s], s))
 	}
 	return out
+}
+
+func (o Options) name() string {
+	if o.Name == "" {
+		return "unstick"
+	}
+	return o.Name
 }
