@@ -3,11 +3,13 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -159,10 +161,15 @@ func Render(w io.Writer, r *Report, format string, o Options) error {
 	}
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		return enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+		_, err := w.Write(escapeC1(b.Bytes()))
+		return err
 	case "yaml":
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -211,4 +218,25 @@ func (o Options) name() string {
 		return "unstick"
 	}
 	return o.Name
+}
+
+// escapeC1 writes DEL and the C1 control characters, which encoding/json leaves raw and
+// some terminals act on, as \u escapes: the same JSON value, safe to print. They can only
+// occur inside strings, so every occurrence is escaped.
+func escapeC1(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r == 0x7f || r >= 0x80 && r <= 0x9f }) {
+		return b
+	}
+	var out bytes.Buffer
+	out.Grow(len(b) + 16)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		} else {
+			out.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return out.Bytes()
 }
