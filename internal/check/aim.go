@@ -12,12 +12,11 @@ import (
 // helm act on whatever context is current, and a restart meant for one downstream cluster
 // lands on another.
 
-// managementCommand matches commands about objects that live on the management cluster:
-// Fleet's own resources (but not the CRDs that define them, which every cluster with an
-// agent has), Rancher's etcd snapshot records, and the Fleet controller.
+// managementCommand matches commands about what lives on the management cluster: Fleet's
+// own resources and their CRDs, the fleet-crd release that installs them (Rancher installs
+// it there only), Rancher's etcd snapshot records, and the Fleet controller.
 var (
-	managementCommand = regexp.MustCompile(`\b(clusters|bundles|bundledeployments|gitrepos|clusterregistrations|contents|clustergroups|bundlenamespacemappings)\.fleet\.cattle\.io\b|\betcdsnapshots\.rke\.cattle\.io\b|\bfleet-controller\b`)
-	crdCommand        = regexp.MustCompile(`\bget crds?\b`)
+	managementCommand = regexp.MustCompile(`\b(clusters|bundles|bundledeployments|gitrepos|clusterregistrations|contents|clustergroups|bundlenamespacemappings)\.fleet\.cattle\.io\b|\betcdsnapshots\.rke\.cattle\.io\b|\bfleet-controller\b|\bfleet-crd\b`)
 	// A program starts a command: at its beginning or after a pipe, && or ;.
 	programStart = regexp.MustCompile(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm)( |$)`)
 )
@@ -73,9 +72,11 @@ func managementTarget(s *snapshot.Snapshot, f *finding.Finding) target {
 }
 
 // aim adds --context (helm: --kube-context) to every kubectl and helm invocation of cmd.
-func (a aimer) aim(cmd string) (string, string) {
+// withManagement says the step is about the management cluster as a whole (it upgrades the
+// fleet-crd release), so its helm commands go there too.
+func (a aimer) aim(cmd string, withManagement bool) (string, string) {
 	t := a.subject
-	if managementCommand.MatchString(cmd) && !crdCommand.MatchString(cmd) {
+	if managementCommand.MatchString(cmd) || withManagement && strings.HasPrefix(cmd, "helm ") {
 		t = a.management
 	}
 	flag := map[string]string{"kubectl": "--context ", "helm": "--kube-context "}

@@ -47,6 +47,7 @@ func personalise(s *snapshot.Snapshot, f *finding.Finding) {
 	for i, st := range f.Remediation {
 		cmds := make([]string, 0, len(st.Commands))
 		st.Notes = append([]string(nil), st.Notes...)
+		stepOnManagement := slices.ContainsFunc(st.Commands, func(c string) bool { return strings.Contains(c, "fleet-crd") })
 		for _, c := range st.Commands {
 			if b := vars[noGitRepo]; b != "" && strings.Contains(c, "gitrepos.fleet.cattle.io <gitrepo>") {
 				st.Notes = appendNew(st.Notes, "The GitRepo command is left out: bundle "+b+" was not created from a GitRepo.")
@@ -65,7 +66,7 @@ func personalise(s *snapshot.Snapshot, f *finding.Finding) {
 			})
 			if a != nil {
 				var note string
-				c, note = a.aim(c)
+				c, note = a.aim(c, stepOnManagement)
 				if note != "" {
 					st.Notes = appendNew(st.Notes, note)
 				}
