@@ -43,6 +43,7 @@ const symptomsShown = 12
 type htmlPage struct {
 	EvaluatedAt string
 	ContextLine string // which kubeconfig context the commands carry
+	Name        string // how the tool is invoked, for hints
 	Version     string
 	Clusters    int
 	Scanned     int
@@ -99,6 +100,7 @@ func buildPage(r *Report, o Options) htmlPage {
 	p := htmlPage{
 		EvaluatedAt: r.EvaluatedAt.UTC().Format(time.RFC3339),
 		ContextLine: contextLine(r.Clusters),
+		Name:        o.name(),
 		Version:     o.ToolVersion,
 		Scanned:     len(r.Clusters),
 		Findings:    len(r.Findings),
