@@ -33,11 +33,9 @@ type aimer struct {
 	management, subject target
 }
 
-func newAimer(s *snapshot.Snapshot, f *finding.Finding) aimer {
+func newAimer(ix *snapIndex, f *finding.Finding) aimer {
 	subj := subject(f)
-	a := aimer{subject: contextOf(s.Cluster(subj), subj)}
-	a.management = managementTarget(s, f)
-	return a
+	return aimer{subject: contextOf(ix.snap.Cluster(subj), subj), management: managementTarget(ix, f)}
 }
 
 func contextOf(c *snapshot.Cluster, name string) target {
@@ -50,22 +48,17 @@ func contextOf(c *snapshot.Cluster, name string) target {
 // managementTarget is the management cluster of a finding: its own cluster when that is
 // one, else the management cluster holding the Fleet Cluster of the cluster it is about,
 // else the only management cluster of the input.
-func managementTarget(s *snapshot.Snapshot, f *finding.Finding) target {
+func managementTarget(ix *snapIndex, f *finding.Finding) target {
+	s := ix.snap
 	if c := s.Cluster(f.Cluster); c != nil && c.Role == snapshot.Management {
 		return contextOf(c, f.Cluster)
 	}
-	mgmt := s.Management()
 	if sc := s.Cluster(subject(f)); sc != nil && sc.FleetCluster != "" {
-		ns, name, _ := strings.Cut(sc.FleetCluster, "/")
-		for _, m := range mgmt {
-			for _, fc := range m.FleetClusters {
-				if fc.Namespace == ns && fc.Name == name {
-					return contextOf(m, m.Name)
-				}
-			}
+		if m := ix.fleetOwner[sc.FleetCluster]; m != nil {
+			return contextOf(m, m.Name)
 		}
 	}
-	if len(mgmt) == 1 {
+	if mgmt := ix.management; len(mgmt) == 1 {
 		return contextOf(mgmt[0], mgmt[0].Name)
 	}
 	return target{context: "<management-context>", note: "<management-context>: the kubeconfig context of the Rancher management cluster (the input holds no single management cluster)"}

@@ -54,7 +54,7 @@ func TestPersonaliseAimsAndFillsFromSnapshot(t *testing.T) {
 			`helm -n <namespace> history <release>`,
 		}}},
 	}
-	personalise(s, &f)
+	personalise(indexSnapshot(s), &f)
 	want := []string{
 		`kubectl --context admin@rancher -n fleet-default patch clusters.fleet.cattle.io c-m-1 --type merge -p '{"spec":{"agentTolerations":[{"key":"dedicated","operator":"Exists","effect":"NoSchedule"}]}}'`,
 		`kubectl --context admin@rancher -n fleet-default patch clusters.fleet.cattle.io c-m-1 --type merge -p '{"spec":{"redeployAgentGeneration":5}}'`,
@@ -86,7 +86,7 @@ func TestAimEdgeCases(t *testing.T) {
 			`kubectl -n <fleet-namespace> patch gitrepos.fleet.cattle.io <gitrepo> --type merge -p '{"spec":{"forceSyncGeneration":<n+1>}}'`,
 			`kubectl -n cattle-fleet-system get pods`,
 		}}}}
-	personalise(s, &f)
+	personalise(indexSnapshot(s), &f)
 	got := f.Remediation[0].Commands
 	if got[0] != `kubectl --context admin@rancher -n fleet-default patch gitrepos.fleet.cattle.io apps --type merge -p '{"spec":{"forceSyncGeneration":<n+1>}}'` {
 		t.Errorf("gitrepo command: %s", got[0])

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
-	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // personalise fills the placeholders of a finding's remediation commands with what is known
@@ -15,10 +14,10 @@ import (
 // Cluster, the bundle's generation, the pod's Deployment) and the values its check recorded
 // in Vars — and aims each command at its cluster with --context, so the printed command is
 // the one to run. A placeholder nothing knows stays, and the step says in words what it
-// stands for. With a nil snapshot only the object and Vars are used and nothing is aimed.
-func personalise(s *snapshot.Snapshot, f *finding.Finding) {
+// stands for. Without a snapshot only the object and Vars are used and nothing is aimed.
+func personalise(ix *snapIndex, f *finding.Finding) {
 	vars := objectVars(f.Object)
-	for k, v := range snapshotVars(s, f, mergedVars(vars, f.Vars)) {
+	for k, v := range snapshotVars(ix, f, mergedVars(vars, f.Vars)) {
 		if _, ok := vars[k]; !ok {
 			vars[k] = v
 		}
@@ -39,8 +38,8 @@ func personalise(s *snapshot.Snapshot, f *finding.Finding) {
 	}
 	sort.Strings(words)
 	var a *aimer
-	if s != nil {
-		x := newAimer(s, f)
+	if ix != nil {
+		x := newAimer(ix, f)
 		a = &x
 	}
 	steps := make([]finding.Step, len(f.Remediation))

@@ -26,16 +26,17 @@ func subject(f *finding.Finding) string {
 // Cluster of the cluster it is about (and its next redeployAgentGeneration), the bundle's
 // next forceSyncGeneration and GitRepo, and a pod's container and Deployment. known holds
 // what the object and the check already filled; those win.
-func snapshotVars(s *snapshot.Snapshot, f *finding.Finding, known map[string]string) map[string]string {
+func snapshotVars(ix *snapIndex, f *finding.Finding, known map[string]string) map[string]string {
 	v := map[string]string{}
-	if s == nil {
+	if ix == nil {
 		return v
 	}
+	s := ix.snap
 	sc := s.Cluster(subject(f))
 	if sc != nil && sc.FleetCluster != "" {
 		if ns, name, ok := strings.Cut(sc.FleetCluster, "/"); ok {
 			v["fleet-namespace"], v["cluster"] = ns, name
-			if fc := fleetClusterObject(s, ns, name); fc != nil {
+			if fc := ix.fleetClusters[ns+"/"+name]; fc != nil {
 				v["n+1@redeployAgentGeneration"] = strconv.FormatInt(fc.Spec.RedeployAgentGeneration+1, 10)
 			}
 		}
@@ -65,7 +66,7 @@ func snapshotVars(s *snapshot.Snapshot, f *finding.Finding, known map[string]str
 		}
 	}
 	if bundle, ns := firstOf(known["bundle"], v["bundle"]), get("fleet-namespace"); bundle != "" && ns != "" {
-		if b := bundleObject(s, ns, bundle); b != nil {
+		if b := ix.bundles[ns+"/"+bundle]; b != nil {
 			v["n+1@bundles.fleet.cattle.io"] = strconv.FormatInt(b.Spec.ForceSyncGeneration+1, 10)
 			if repo := b.Labels[fleetv1.RepoLabel]; repo != "" {
 				v["gitrepo"] = repo
@@ -74,8 +75,8 @@ func snapshotVars(s *snapshot.Snapshot, f *finding.Finding, known map[string]str
 			}
 		}
 	}
-	if ver := fleetControllerVersion(s); ver != "" {
-		v["fleet-version"] = ver
+	if ix.fleetVersion != "" {
+		v["fleet-version"] = ix.fleetVersion
 	}
 	if f.Object.Kind == "Pod" && sc != nil {
 		if p, _ := sc.Get("Pod", f.Object.Namespace, f.Object.Name).(*corev1.Pod); p != nil {
@@ -101,26 +102,36 @@ func firstOf(a, b string) string {
 	return b
 }
 
-func fleetClusterObject(s *snapshot.Snapshot, ns, name string) *fleetv1.Cluster {
-	for _, m := range s.Management() {
-		for _, fc := range m.FleetClusters {
-			if fc.Namespace == ns && fc.Name == name {
-				return fc
-			}
-		}
-	}
-	return nil
+// snapIndex holds what personalise looks up for every finding, indexed once per scan: a
+// fleet-wide scan personalises tens of thousands of findings.
+type snapIndex struct {
+	snap          *snapshot.Snapshot
+	fleetClusters map[string]*fleetv1.Cluster  // namespace/name, on management clusters
+	fleetOwner    map[string]*snapshot.Cluster // namespace/name → the management cluster holding it
+	management    []*snapshot.Cluster
+	bundles       map[string]*fleetv1.Bundle // namespace/name
+	fleetVersion  string
 }
 
-func bundleObject(s *snapshot.Snapshot, ns, name string) *fleetv1.Bundle {
-	for _, m := range s.Clusters {
-		for _, b := range m.Bundles {
-			if b.Namespace == ns && b.Name == name {
-				return b
-			}
+func indexSnapshot(s *snapshot.Snapshot) *snapIndex {
+	if s == nil {
+		return nil
+	}
+	ix := &snapIndex{snap: s, fleetClusters: map[string]*fleetv1.Cluster{}, fleetOwner: map[string]*snapshot.Cluster{},
+		bundles: map[string]*fleetv1.Bundle{}, fleetVersion: fleetControllerVersion(s), management: s.Management()}
+	for _, c := range s.Clusters {
+		for _, b := range c.Bundles {
+			ix.bundles[b.Namespace+"/"+b.Name] = b
+		}
+		if c.Role != snapshot.Management {
+			continue
+		}
+		for _, fc := range c.FleetClusters {
+			ix.fleetClusters[fc.Namespace+"/"+fc.Name] = fc
+			ix.fleetOwner[fc.Namespace+"/"+fc.Name] = c
 		}
 	}
-	return nil
+	return ix
 }
 
 // owningDeployment follows a pod's controller to its ReplicaSet and on to its Deployment.
