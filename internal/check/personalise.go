@@ -143,6 +143,10 @@ var placeholderMeaning = map[string]string{
 	"value":                  "the new quota value",
 	"seconds":                "the new deadline in seconds",
 	"key":                    "the taint key to tolerate",
+	"revision":               "the revision to roll back to, one Helm still keeps (see helm history)",
+	"webhook":                "the webhook configuration named in the denial",
+	"image":                  "the image to pin",
+	"digest":                 "the digest the image tag points to now (check it with the registry)",
 }
 
 func placeholderWords(p string) string {
