@@ -259,12 +259,33 @@ func replayExample(t *testing.T) (kubeconfig, kubectl string) {
 // the server validates and admits the change without storing it.
 var mutating = []string{"patch", "label", "annotate", "delete", "create", "replace", "apply", "set", "scale", "cordon", "uncordon", "taint", "drain", "restart"}
 
+var (
+	podLogMissing  = regexp.MustCompile(`rejected our request for an unknown reason \(get pods (\S+)\)`)
+	rolloutRestart = regexp.MustCompile(`^kubectl (--context \S+ -n \S+) rollout restart deployment/(\S+)$`)
+)
+
+func namespaceOf(cmd string) string {
+	f := strings.Fields(cmd)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "-n" {
+			return f[i+1]
+		}
+	}
+	return "default"
+}
+
 func pasteCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
 	if strings.HasPrefix(cmd, "helm ") {
 		checkHelmCommand(t, kubeconfig, kubectl, cmd)
 		return
 	}
 	script := withServerDryRun(cmd)
+	if m := rolloutRestart.FindStringSubmatch(cmd); m != nil {
+		// kubectl rollout restart has no --dry-run; it is this patch, which the server
+		// validates as a dry run instead.
+		script = fmt.Sprintf(`kubectl %s patch deployment %s --type merge -p '{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"%s"}}}}}' --dry-run=server`,
+			m[1], m[2], time.Now().UTC().Format(time.RFC3339))
+	}
 	dir := t.TempDir()
 	binDir := filepath.Join(dir, "bin")
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
@@ -284,11 +305,20 @@ func pasteCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
 	}
 	text := string(out)
 	switch {
-	case strings.Contains(cmd, " logs ") && strings.Contains(text, "has no log here"):
-		// The server resolved the pod (and its container); only the log stand-in lacks a
-		// file, because the bundle holds no such log.
-		t.Logf("accepted; the bundle holds no log for it: %s", strings.TrimSpace(text))
-	case strings.Contains(cmd, " rollout status ") && strings.Contains(text, "timed out waiting"):
+	case strings.Contains(cmd, " logs ") && (strings.Contains(text, "has no log here") || podLogMissing.MatchString(text)):
+		// The server resolved the deployment to its pod; only the log stand-in lacks a file,
+		// because the bundle holds no such log (kubectl prints the stand-in's 400 as "rejected
+		// for an unknown reason"). The pod it named must exist on that cluster.
+		m := podLogMissing.FindStringSubmatch(text)
+		if m != nil {
+			ctxName := strings.Fields(cmd)[2]
+			args := []string{"--kubeconfig", kubeconfig, "--context", ctxName, "-n", namespaceOf(cmd), "get", "pod", m[1]}
+			if o, err := exec.CommandContext(ctx, kubectl, args...).CombinedOutput(); err != nil {
+				t.Errorf("logs of a pod that is not there: %v\n%s", err, o)
+			}
+		}
+		t.Logf("accepted; the bundle holds no such log: %s", strings.TrimSpace(text))
+	case strings.Contains(cmd, " rollout status ") && (strings.Contains(text, "timed out waiting") || strings.Contains(text, "exceeded its progress deadline")):
 		// Read-only: the rollout is stalled, which is what the finding says.
 		t.Logf("accepted; the rollout is stalled: %s", strings.TrimSpace(text))
 	default:
