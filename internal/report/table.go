@@ -107,13 +107,15 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 	if t.width <= 0 {
 		t.width = 100
 	}
-	t.printf("%s %d clusters, %d incidents, %d findings, %d errors (evaluated at %s)\n",
-		t.paint(ansiBold, "unstick scan:"), len(r.Clusters), len(r.Incidents), len(r.Findings), len(r.Errors), r.EvaluatedAt.Format(time.RFC3339))
+	t.printf("%s %s, %s, %s, %s (evaluated at %s)\n",
+		t.paint(ansiBold, "unstick scan:"), Plural(len(r.Clusters), "cluster", "clusters"), Plural(len(r.Incidents), "incident", "incidents"),
+		Plural(len(r.Findings), "finding", "findings"), Plural(len(r.Errors), "error", "errors"), r.EvaluatedAt.Format(time.RFC3339))
+	t.preamble(r)
 	if line := contextLine(r.Clusters); line != "" {
 		t.wrap("", line)
 	}
 	if len(r.Incidents) == 0 {
-		t.printf("\nNo stuck upgrades found.\n")
+		t.verdictLine(r)
 	} else {
 		t.printf("\n%s (%s)\n", t.paint(ansiBold, "INCIDENTS"), strings.Join(countBySeverity(r.Incidents), ", "))
 		for i, inc := range r.Incidents {
@@ -128,7 +130,7 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 		}
 	}
 	if len(r.Skipped) > 0 {
-		t.printf("\n%s\n", t.paint(ansiBold, fmt.Sprintf("SKIPPED %d files that hold no Kubernetes object", len(r.Skipped))))
+		t.printf("\n%s\n", t.paint(ansiBold, "SKIPPED "+Plural(len(r.Skipped), "document that was not read as a Kubernetes object", "documents that were not read as Kubernetes objects")))
 		for i, s := range r.Skipped {
 			if i == 10 {
 				t.printf("  … and %d more (see -o json)\n", len(r.Skipped)-10)
@@ -203,13 +205,13 @@ func (t *tableWriter) clusters(r *Report) {
 		return
 	}
 	t.printf("\n%s\n", t.paint(ansiBold, "CLUSTERS"))
-	t.printf("  %-24s %-11s %8s %9s  %-8s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "WORST", "CONTEXT")
+	t.printf("  %-24s %-11s %8s %9s  %-10s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "STATUS", "CONTEXT")
 	for _, c := range r.Clusters {
-		worst := c.Worst
+		worst := c.Status
 		if worst == "" {
-			worst = "ok"
+			worst = StatusOK
 		}
-		t.printf("  %s %-11s %8d %9d  %-8s  %s\n", pad(textsafe.ClipRunes(c.Name, 24), 24), c.Role, c.Objects, c.Findings, worst, contextLabel(c))
+		t.printf("  %s %-11s %8d %9d  %-10s  %s\n", pad(textsafe.ClipRunes(c.Name, 24), 24), c.Role, c.Objects, c.Findings, worst, contextLabel(c))
 	}
 }
 
@@ -223,7 +225,7 @@ func pad(s string, n int) string {
 
 func contextLabel(c Cluster) string {
 	if c.ContextSource == "cluster name" {
-		return c.Context + " (the cluster's name)"
+		return c.Context + " (name)" // explained by contextLine
 	}
 	return c.Context
 }
@@ -249,4 +251,29 @@ func contextLine(cs []Cluster) string {
 		guessed = append(guessed[:5], "…")
 	}
 	return fmt.Sprintf("Commands carry --context: the recorded kubeconfig context, except for %s, where nothing recorded one and the cluster's name stands in.", strings.Join(guessed, ", "))
+}
+
+// preamble prints what the reader must know before the incidents: timestamps left out of the
+// evaluation time, other warnings, and what filters and suppressions hid.
+func (t *tableWriter) preamble(r *Report) {
+	for _, w := range r.Warnings {
+		t.wrap("", t.paint(ansiYellow, "WARNING: ")+w)
+	}
+	if h := r.HiddenSummary(); h != "" {
+		t.wrap("", "Hidden: "+h+".")
+	}
+}
+
+// verdictLine says what an empty incident list means: the all-clear only when everything
+// was read.
+func (t *tableWriter) verdictLine(r *Report) {
+	switch r.Verdict {
+	case VerdictIncomplete:
+		t.printf("\n%s\n", t.paint(ansiBold, "INCOMPLETE: no verdict for what could not be read."))
+		t.wrap("  ", fmt.Sprintf("Nothing at or above %s was found in what was read, but %s. Fix the input (see below) or pass --allow-incomplete to accept a partial read.", r.FailOn, strings.Join(r.Gaps(), "; ")))
+	case VerdictFindings:
+		t.printf("\nNo incidents; findings at or above %s are listed in -o json.\n", r.FailOn)
+	default:
+		t.printf("\nNo stuck upgrades found.\n")
+	}
 }
