@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,6 +185,9 @@ var podScheduling = Check{
 				f.Evidence = append([]finding.Evidence{ev(sourceOf(c, podRef(p)), "PodScheduled=False reason=Unschedulable: %s", msg)}, evidence...)
 				if id == "pod/unschedulable-taints" {
 					f.Evidence = append(f.Evidence, untoleratedTaints(c, p)...)
+					if k := untoleratedTaintKey(c, p); k != "" {
+						f.Vars = map[string]string{"key": k}
+					}
 				}
 				f.Since = timePtr(since)
 				f.Signature = id + "|" + classify.Signature(msg)
@@ -250,6 +254,22 @@ func untoleratedTaints(c *snapshot.Cluster, p *corev1.Pod) []finding.Evidence {
 		}
 	}
 	return out
+}
+
+// untoleratedTaintKey is the key of the first scheduling taint the pod does not tolerate,
+// the one a toleration must name.
+func untoleratedTaintKey(c *snapshot.Cluster, p *corev1.Pod) string {
+	for _, n := range c.Nodes {
+		for _, t := range n.Spec.Taints {
+			if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
+				continue
+			}
+			if !slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &t, false) }) {
+				return t.Key
+			}
+		}
+	}
+	return ""
 }
 
 // podContainers reports containers that cannot run: crash loops, OOM kills, image pulls that
