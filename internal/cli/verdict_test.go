@@ -86,7 +86,7 @@ func TestScanOfNoObjectsFails(t *testing.T) {
 		}
 	}
 	empty := t.TempDir()
-	if _, errOut, code := run(t, "scan", "--from", empty); code != ExitFailed || !strings.Contains(errOut, "no Kubernetes objects") {
+	if _, errOut, code := run(t, "scan", "--from", empty); code != ExitFailed || !strings.Contains(errOut, "holds no files") {
 		t.Errorf("empty directory: exit %d, %s", code, errOut)
 	}
 }
