@@ -61,14 +61,15 @@ func TestInterrupted(t *testing.T) {
 // before unstick changed anything), and the index says so. Files are 0600, directories 0700.
 func TestBackupIsWrittenOnce(t *testing.T) {
 	dir := t.TempDir()
-	b, err := newBackups(dir, "r1")
+	b, err := newBackups(dir, "r1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := remediate.Object{Cluster: "c1", APIVersion: "v1", Kind: "Secret", Namespace: "ns", Name: "sh.helm.release.v1.x.v1"}
 	u := func(rv string) *unstructured.Unstructured {
-		x := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "data": map[string]any{"release": "cGF5bG9hZA=="},
-			"metadata": map[string]any{"name": o.Name, "namespace": o.Namespace, "managedFields": []any{map[string]any{"manager": "x"}}}}}
+		x := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1", "data": map[string]any{"release": "cGF5bG9hZA=="},
+			"metadata": map[string]any{"name": o.Name, "namespace": o.Namespace, "labels": map[string]any{"owner": "helm", "name": "x", "status": "deployed", "version": "1"},
+				"managedFields": []any{map[string]any{"manager": "x"}}}}}
 		x.SetResourceVersion(rv)
 		return x
 	}
@@ -79,10 +80,11 @@ func TestBackupIsWrittenOnce(t *testing.T) {
 	if _, kept, err = b.saveObject("s2", o, u("2")); err != nil || !kept {
 		t.Fatalf("second save: kept=%v %v, want the first copy kept", kept, err)
 	}
-	saved, err := readBackup(filepath.Join(dir, file))
+	bk, err := LoadBackup(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	saved := bk.bodies[0]
 	if saved.GetResourceVersion() != "1" || saved.GetManagedFields() != nil {
 		t.Errorf("backup rv %s, managedFields %v: want the first copy, without managedFields", saved.GetResourceVersion(), saved.GetManagedFields())
 	}
