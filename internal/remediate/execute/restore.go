@@ -91,6 +91,15 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 			}
 		}
 	}
+	// Fix never deletes an object of a kind outside its own steps' (a rollback only applies
+	// its manifest objects): a journal that says otherwise was not written by fix.
+	for _, k := range keys {
+		it := items[k]
+		if it.last != nil && it.last.Op == "delete" && !remediate.Writes(groupKind(it.orig)) {
+			return nil, refuseBackup(o.Dir, "its journal says fix deleted %s on %s, but fix never deletes a %s: restoring it would create one",
+				entryRef(it.orig), it.orig.Cluster, groupKind(it.orig))
+		}
+	}
 	var filter func(IndexEntry) bool
 	if o.Object != "" {
 		if filter, err = objectFilter(o.Object); err != nil {
