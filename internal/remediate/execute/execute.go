@@ -273,8 +273,11 @@ func Resume(ctx context.Context, opts Options, plan *remediate.Plan) (*Result, e
 				// whose records on the cluster show unstick's half-done write.
 				status, msg, err = e.finishWritten(ctx, old)
 			default:
-				e.say("  [%d] %s %s — not in the plan made from the clusters as they are now: not run", e.numbers[old.ID], old.Rung, old.Target.Ref())
-				continue
+				// The rest of the chain depends on this step: all of it is left to the new plan.
+				e.say("  [%d] %s %s — not in the plan made from the clusters as they are now: not run (nor the rest of its attempt)", e.numbers[old.ID], old.Rung, old.Target.Ref())
+			}
+			if !ok && (e.states[old.ID] == nil || !e.states[old.ID].phases[PhaseBegin]) {
+				break
 			}
 			res.Resumed = append(res.Resumed, Outcome{Number: e.numbers[old.ID], Step: old, Status: status, Message: msg})
 			if IsConflict(err) {

@@ -111,3 +111,28 @@ func mode(t *testing.T, p string) os.FileMode {
 	}
 	return st.Mode().Perm()
 }
+
+// A step read back from a journal is run only when the plan made now holds the same change,
+// in an attempt the executor may run.
+func TestPlannedMatchesOnlyTheSameChange(t *testing.T) {
+	job := remediate.Object{Cluster: "prod-eu-1", APIVersion: "batch/v1", Kind: "Job", Namespace: "system-upgrade", Name: "apply-node-maintenance-on-w1-with-4ee557c", UID: "8f1d", ResourceVersion: "700"}
+	st := remediate.Step{ID: "delete-job-1a2b", Action: remediate.DeleteJob, Cluster: "prod-eu-1", Target: job, Touches: []remediate.Object{job}}
+	plan := &remediate.Plan{Incidents: []remediate.IncidentPlan{{Attempts: []remediate.Attempt{{Steps: []remediate.Step{st}}}}}}
+	journal := st
+	journal.Target.ResourceVersion, journal.Touches = "650", []remediate.Object{{Cluster: "prod-eu-1", APIVersion: "batch/v1", Kind: "Job", Namespace: "system-upgrade", Name: job.Name, UID: "8f1d", ResourceVersion: "650"}}
+	if got, ok := planned(plan, journal); !ok || got.Target.ResourceVersion != "700" {
+		t.Errorf("the same change read at an older version: ok=%v, step %+v; want the new plan's step", ok, got.Target)
+	}
+	edited := journal
+	edited.Target.Name, edited.Touches = "keep-me", []remediate.Object{{Cluster: "prod-eu-1", APIVersion: "batch/v1", Kind: "Job", Namespace: "system-upgrade", Name: "keep-me", UID: "8f1d"}}
+	if _, ok := planned(plan, edited); ok {
+		t.Error("a journal step edited to another object matched the plan")
+	}
+	plan.Incidents[0].Attempts[0].AboveMaxRisk = true
+	if _, ok := planned(plan, journal); ok {
+		t.Error("a step the plan holds above --max-risk matched")
+	}
+	if _, ok := planned(nil, journal); ok {
+		t.Error("matched without a plan")
+	}
+}
