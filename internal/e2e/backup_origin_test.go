@@ -55,7 +55,7 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 				must(t, os.WriteFile(filepath.Join(outside, "private.yaml"), bytes.ReplaceAll(b, []byte("deployed"), []byte("superseded")), 0o600))
 				resealBackup(t, copy, func(idx []map[string]any) []map[string]any {
 					for _, e := range idx {
-						if strings.HasSuffix(e["file"].(string), ".v4.yaml") {
+						if f, _ := e["file"].(string); strings.HasSuffix(f, ".v4.yaml") {
 							e["file"] = "../outside/private.yaml"
 						}
 					}
