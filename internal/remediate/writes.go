@@ -61,7 +61,7 @@ func WrittenKinds() []GroupKind {
 
 // SameChange reports whether two steps make the same change: same ID and action, same
 // cluster, the same target object (UID included), the same objects written and the same
-// parameters. A step read back from a journal is only ever run again when the plan made
+// values written. A step read back from a journal is only ever run again when the plan made
 // from the live cluster holds the same change.
 func SameChange(a, b Step) bool {
 	if a.ID != b.ID || a.Action != b.Action || a.Cluster != b.Cluster || !sameObject(a.Target, b.Target) {
@@ -75,13 +75,14 @@ func SameChange(a, b Step) bool {
 			return false
 		}
 	}
-	if a.Generation != b.Generation || a.Previous != b.Previous || a.Label != b.Label || a.LabelValue != b.LabelValue {
+	// The values written, not those they replace: those move once the step is written.
+	if a.Generation != b.Generation || a.Label != b.Label || a.LabelValue != b.LabelValue {
 		return false
 	}
 	if (a.Helm == nil) != (b.Helm == nil) || a.Helm != nil && *a.Helm != *b.Helm {
 		return false
 	}
-	if (a.Image == nil) != (b.Image == nil) || a.Image != nil && (a.Image.Stage != b.Image.Stage || a.Image.From != b.Image.From || a.Image.To != b.Image.To) {
+	if (a.Image == nil) != (b.Image == nil) || a.Image != nil && (a.Image.Stage != b.Image.Stage || a.Image.To != b.Image.To) {
 		return false
 	}
 	return true
