@@ -265,9 +265,19 @@ func Resume(ctx context.Context, opts Options, plan *remediate.Plan) (*Result, e
 			}
 			st, ok := planned(plan, old)
 			var status, msg string
+			chained := false
+			if !ok {
+				if chained, err = e.chainContinues(ctx, u, i); err != nil {
+					return res, err
+				}
+			}
 			switch {
 			case ok:
 				status, msg, err = e.runStep(ctx, st, u)
+			case chained:
+				// Held, like any step, to the UID and resourceVersion its plan read.
+				status, msg, err = e.runStep(ctx, old, u)
+				ok = true
 			case e.states[old.ID] != nil && e.states[old.ID].phases[PhaseBegin]:
 				// Begun: it may have been written. Only reads, or finishing a Helm rollback
 				// whose records on the cluster show unstick's half-done write.
@@ -303,6 +313,47 @@ func Resume(ctx context.Context, opts Options, plan *remediate.Plan) (*Result, e
 		}
 	}
 	return res, nil
+}
+
+// chainContinues reports whether step i of an interrupted SUC image chain may run although
+// the new plan does not hold it. Once the Plan's image is patched its finding is gone, yet
+// the controller keeps the Plan's old Jobs and the labels marking nodes done (the Plan's hash
+// leaves images out): the chain is useless unless it is finished. The journal alone is not
+// trusted for this: every earlier step must be finished, the first being the Plan patch, and
+// the live object must belong to that Plan — a Job labelled upgrade.cattle.io/plan with its
+// name, or the node label plan.upgrade.cattle.io/<plan> itself. The step is then held, as
+// any step, to the UID and resourceVersion read when it was planned.
+func (e *Executor) chainContinues(ctx context.Context, u []remediate.Step, i int) (bool, error) {
+	if i == 0 || u[0].Action != remediate.PatchPlanImage {
+		return false, nil
+	}
+	for _, prev := range u[:i] {
+		if s := e.states[prev.ID]; s == nil || (s.terminal != PhaseVerified && s.terminal != PhaseUnverified) {
+			return false, nil
+		}
+	}
+	plan, st := u[0].Target, u[i]
+	if st.Cluster != plan.Cluster || st.Target.Cluster != plan.Cluster {
+		return false, nil
+	}
+	switch st.Action {
+	case remediate.DeleteJob:
+		if st.Target.Namespace != plan.Namespace || len(st.Touches) != 1 || st.Touches[0].Key() != st.Target.Key() {
+			return false, nil
+		}
+		cl, err := e.cluster(ctx, st.Cluster)
+		if err != nil {
+			return false, err
+		}
+		live, err := cl.read(ctx, st.Target)
+		if err != nil {
+			return false, err
+		}
+		return live != nil && string(live.GetUID()) == st.Target.UID && live.GetLabels()["upgrade.cattle.io/plan"] == plan.Name, nil
+	case remediate.RemoveNodeLabel:
+		return st.Label == "plan.upgrade.cattle.io/"+plan.Name && len(st.Touches) == 1 && st.Touches[0].Key() == st.Target.Key() && st.Target.Kind == "Node", nil
+	}
+	return false, nil
 }
 
 // StatusAbandoned: a step an interrupted run began, not written, no longer planned.
