@@ -285,11 +285,11 @@ func (o *fixOptions) run(ctx context.Context) error {
 		fmt.Fprintf(log, "Finishing what an interrupted run left in %s before planning again\n", dir)
 		// The journal is only a file: a step read back from it runs again only where the
 		// plan made now, from the clusters as they are, holds the same change. That plan is
-		// not narrowed by --only/--only-cluster: once a Plan's image is patched its finding
-		// is gone, and the Jobs and labels the chain must still clear show as other findings.
+		// not narrowed by --only/--only-cluster: the interrupted run may have been narrowed
+		// otherwise, and what it began is finished either way.
 		only, clusters := o.only, o.clusters
 		o.only, o.clusters = nil, nil
-		current, err := o.plan(ctx)
+		current, _, err := o.plan(ctx)
 		o.only, o.clusters = only, clusters
 		if err != nil {
 			return err
