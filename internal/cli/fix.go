@@ -313,7 +313,12 @@ func (o *fixOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return o.planExit(plan, rep)
+		// Nothing automatic left to do: what --apply could fix is fixed (manual incidents
+		// are listed above with their guided steps).
+		if rep.Verdict == report.VerdictIncomplete && !o.judge.allowIncomplete {
+			return &IncompleteError{Gaps: rep.Gaps()}
+		}
+		return nil
 	}
 	if o.output != "json" {
 		if err := remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true}); err != nil {
