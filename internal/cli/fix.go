@@ -110,7 +110,7 @@ Exit codes: 0 nothing to fix or every incident fixed, 3 something remains (block
 
   # Put everything back
   unstick restore ./fix-prod-eu-1`,
-		Args: cobra.NoArgs,
+		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.complete(); err != nil {

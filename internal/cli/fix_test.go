@@ -22,7 +22,8 @@ func TestFixUsageErrors(t *testing.T) {
 		{[]string{"fix", "--from", example, "--image", "drain=rancher/kubectl:v1.30.3"}, "drain uses the controller's kubectl image"},
 		{[]string{"fix", "--from", example, "--only", "helm/release-pendng"}, "did you mean helm/release-pending"},
 		{[]string{"fix", "--from", example, "-o", "yaml"}, "unknown output format"},
-		{[]string{"restore", filepath.Join(example, "no-such-dir")}, "not a backup directory"},
+		{[]string{"restore", filepath.Join(example, "no-such-dir")}, "no-such-dir does not exist"},
+		{[]string{"restore", filepath.Join(example, "README.md")}, "is a file, not a backup directory"},
 	} {
 		_, errOut, code := run(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(errOut, tc.want) {

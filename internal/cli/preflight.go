@@ -41,6 +41,7 @@ type preflightOptions struct {
 	target     string
 	thresholds []string
 	quiet      bool
+	outputFile string
 	kube       *kubeFlags
 	reg        *registryFlags
 	live       bool
@@ -87,7 +88,7 @@ or lacks a node's platform), 1 unstick failed, 2 usage error.`,
 
   # As JSON for a pipeline gate
   unstick preflight --context prod -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.complete(); err != nil {
@@ -107,6 +108,7 @@ or lacks a node's platform), 1 unstick failed, 2 usage error.`,
 	f.StringVar(&o.target, "target-version", "", "the Kubernetes version the upgrade moves to (e.g. v1.31.4+rke2r1)")
 	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	f.StringVar(&o.outputFile, "output-file", "", "write the verdict to this file instead of stdout (the exit code is the same)")
 	o.reg.addFlags(f)
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(preflightFormats...))
@@ -142,6 +144,9 @@ func (o *preflightOptions) complete() error {
 
 func (o *preflightOptions) validate() error {
 	if err := validateFrom(o.from, o.live); err != nil {
+		return err
+	}
+	if err := validateOutputFile(o.outputFile); err != nil {
 		return err
 	}
 	ok := false
@@ -189,17 +194,16 @@ func (o *preflightOptions) run(ctx context.Context) error {
 		now = time.Now()
 	}
 	res := judgePreflight(in, now, o.th, o.cat, o.failSev, o.target, l.offline(), o.cfg, o.g.clock())
-	switch o.output {
-	case "json":
-		enc := json.NewEncoder(o.s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
+	err = writeOutput(o.outputFile, o.s.Out, func(w io.Writer) error {
+		if o.output == "json" {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
 		}
-	default:
-		if err := writePreflightTable(o.s.Out, res); err != nil {
-			return err
-		}
+		return writePreflightTable(w, res)
+	})
+	if err != nil {
+		return err
 	}
 	if res.Verdict != "go" {
 		return &FindingsError{Count: len(res.Blocking) + len(res.BlockingImages), Severity: o.failSev.String()}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -45,8 +44,8 @@ The clusters are found by the kubeconfig context names the fix used (--kubeconfi
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
-				return usageErrorf("%s is not a backup directory written by unstick fix", o.dir)
+			if err := validateBackupDir(o.dir); err != nil {
+				return err
 			}
 			if o.output != "table" && o.output != "json" {
 				return usageErrorf("-o %q: want table or json", o.output)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -101,7 +100,7 @@ failed, 2 usage error.`,
   unstick scan --from bundle/ -o html --output-file report.html
   unstick scan --from bundle/ -o sarif --output-file unstick.sarif
   unstick scan --from bundle/ -o junit --output-file unstick-junit.xml`,
-		Args: cobra.NoArgs,
+		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.complete(); err != nil {
@@ -176,6 +175,9 @@ func (o *scanOptions) complete() error {
 
 func (o *scanOptions) validate() error {
 	if err := o.reg.validate(); err != nil {
+		return err
+	}
+	if err := validateOutputFile(o.outputFile); err != nil {
 		return err
 	}
 	if o.from != "" && o.live {
@@ -255,40 +257,20 @@ func (o *scanOptions) run(ctx context.Context) error {
 	return failOn(rep, o.failSev)
 }
 
-// write renders the report to stdout, or to --output-file through a temporary file in the
-// same directory, so a reader never sees half a report.
+// write renders the report to stdout or --output-file (see writeOutput).
 func (o *scanOptions) write(rep *report.Report) error {
 	opts := report.Options{Color: o.useColor(), Catalog: o.cat, ToolVersion: versionString(), FailOn: o.failSev, Checks: checkInfos()}
 	if o.failSev == 0 {
 		opts.FailOn = report.FailNever
 	}
-	if o.outputFile == "" {
-		if err := report.Render(o.s.Out, rep, o.output, opts); err != nil {
-			return fmt.Errorf("writing the report: %w", err)
-		}
-		return nil
-	}
 	start := time.Now()
-	tmp, err := os.CreateTemp(filepath.Dir(o.outputFile), "."+filepath.Base(o.outputFile)+".*")
+	err := writeOutput(o.outputFile, o.s.Out, func(w io.Writer) error { return report.Render(w, rep, o.output, opts) })
 	if err != nil {
-		return fmt.Errorf("--output-file: %w", err)
+		return fmt.Errorf("writing the report: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if err := report.Render(tmp, rep, o.output, opts); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the report to %s: %w", o.outputFile, err)
+	if o.outputFile != "" {
+		o.g.log.Info("wrote the report", "file", o.outputFile, "format", o.output, "took", time.Since(start))
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("--output-file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing the report to %s: %w", o.outputFile, err)
-	}
-	if err := os.Rename(tmp.Name(), o.outputFile); err != nil {
-		return fmt.Errorf("--output-file: %w", err)
-	}
-	o.g.log.Info("wrote the report", "file", o.outputFile, "format", o.output, "took", time.Since(start))
 	return nil
 }
 

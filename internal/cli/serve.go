@@ -17,6 +17,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/serve"
 	"github.com/unstick-dev/unstick/internal/source"
 )
@@ -122,7 +123,7 @@ func (o *serveOptions) complete() error {
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return usageErrorf("--listen %q: %v", o.listen, err)
 	}
-	return nil
+	return o.kube.validate()
 }
 
 func (o *serveOptions) run(ctx context.Context) error {
@@ -131,7 +132,8 @@ func (o *serveOptions) run(ctx context.Context) error {
 		// In a pod (the Helm chart, the Fleet bundle) there is no kubeconfig: the pod's
 		// ServiceAccount reads its own cluster.
 		cfg, ierr := rest.InClusterConfig()
-		if ierr != nil || o.kubeUsed {
+		var ue *UsageError
+		if ierr != nil || o.kubeUsed || errors.As(err, &ue) {
 			return err
 		}
 		targets = []source.Target{{Name: o.clusterName, Server: cfg.Host, Config: cfg}}
@@ -162,7 +164,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(ln) }()
-	fmt.Fprintf(o.s.ErrOut, "unstick serve: watching %d cluster(s); dashboard on http://%s/\n", len(targets), ln.Addr())
+	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/\n", o.g.displayName, plural.Of(len(targets), "cluster"), ln.Addr())
 	runErr := make(chan error, 1)
 	go func() { runErr <- srv.Run(ctx) }()
 	select {
