@@ -23,9 +23,9 @@ func newExplainCmd(s Streams) *cobra.Command {
 		Use:   "explain [ID]",
 		Short: "Explain a finding: what it means, how it is detected, and its fix ladder",
 		Long: `Without an ID, lists every finding ID of the catalogue with its severity and title; with a
-family (helm/, helm/* or helm), the IDs of that family. With an ID, prints the catalogue entry: the explanation, the detection rule and its
-thresholds, and the fix ladder from the lowest-risk rung up, with the equivalent kubectl
-and helm commands.`,
+family (helm/, helm/* or helm), the IDs of that family. With an ID, prints the catalogue entry:
+the explanation, the detection rule and its thresholds, and the fix ladder from the lowest-risk
+rung up, with the equivalent kubectl and helm commands.`,
 		Example: `  unstick explain
   unstick explain helm/
   unstick explain helm/release-pending

@@ -100,13 +100,16 @@ Exit codes: 0 nothing to fix or every incident fixed, 3 something remains (block
   unstick fix
 
   # Only the Helm findings of one downstream cluster, as JSON
-  unstick fix --context rancher --context prod-eu-1 --only helm/ --only-cluster prod-eu-1 -o json
+  unstick fix --context rancher --context prod-eu-1 --only helm/ \
+      --only-cluster prod-eu-1 -o json
 
   # Carry it out, rolling back pending Helm releases (medium risk), without prompts
-  unstick fix --context prod-eu-1 --apply --yes --max-risk medium --backup-dir ./fix-prod-eu-1
+  unstick fix --context prod-eu-1 --apply --yes --max-risk medium \
+      --backup-dir ./fix-prod-eu-1
 
   # Realign a SUC Plan to a kubectl tag that exists for every node, then clear its Jobs and labels
-  unstick fix --context edge --image system-upgrade/apply-manifests:upgrade=rancher/kubectl:v1.31.12 --max-risk medium --apply
+  unstick fix --context edge --max-risk medium --apply \
+      --image system-upgrade/apply-manifests:upgrade=rancher/kubectl:v1.31.12
 
   # Put everything back
   unstick restore ./fix-prod-eu-1`,

@@ -64,7 +64,8 @@ Works live (the kubeconfig flags, like scan) and on an offline bundle (--from). 
   unstick images --problems
 
   # What the Kubernetes upgrade Plans would pull for v1.31.4+rke2r1, against a plain-HTTP mirror
-  unstick images --context prod --target-version v1.31.4+rke2r1 --insecure-registry mirror.local:5000`,
+  unstick images --context prod --target-version v1.31.4+rke2r1 \
+      --insecure-registry mirror.local:5000`,
 		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())

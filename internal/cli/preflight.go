@@ -57,7 +57,7 @@ func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
 	o := &preflightOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}}
 	cmd := &cobra.Command{
 		Use:   "preflight",
-		Short: "Go/no-go before an upgrade: images, kubectl, CRDs, Helm, agents, capacity, etcd snapshots",
+		Short: "Go/no-go before an upgrade: images, kubectl, CRDs, Helm, agents, headroom, etcd",
 		Long: `Checks, before an upgrade starts, what makes upgrades stick, and says go or no-go:
 
   - every image of every system-upgrade-controller Plan stage, and the controller's kubectl image,
@@ -68,7 +68,8 @@ func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
   - required CRDs exist and their stored versions are still served (crd/);
   - no Helm release is pending or failed (helm/); Fleet agents are current and checking in;
   - at least 20 % allocatable CPU and memory is free (cluster/headroom-low);
-  - an etcd snapshot newer than 24 h exists where Rancher manages RKE2/K3s (cluster/etcd-backup-stale);
+  - an etcd snapshot newer than 24 h exists where Rancher manages RKE2/K3s
+    (cluster/etcd-backup-stale);
   - the agents' configuration (config/).
 
 With --target-version, Kubernetes upgrade Plans (rke2-upgrade, k3s-upgrade) are judged as if moved
@@ -84,7 +85,8 @@ or lacks a node's platform), 1 unstick failed, 2 usage error.`,
   unstick preflight
 
   # An offline bundle, images checked against a plain-HTTP mirror, before moving to v1.31.4+rke2r1
-  unstick preflight --from bundle/ --insecure-registry mirror.local:5000 --target-version v1.31.4+rke2r1
+  unstick preflight --from bundle/ --insecure-registry mirror.local:5000 \
+      --target-version v1.31.4+rke2r1
 
   # As JSON for a pipeline gate
   unstick preflight --context prod -o json`,

@@ -40,7 +40,8 @@ The clusters are found by the kubeconfig context names the fix used (--kubeconfi
   unstick restore ./unstick-fix-20261128T093000Z
 
   # One object
-  unstick restore ./fix-prod-eu-1 --object Secret/cattle-fleet-system/sh.helm.release.v1.fleet-agent-c-m-8k2lq.v4`,
+  unstick restore ./fix-prod-eu-1 \
+      --object Secret/cattle-fleet-system/sh.helm.release.v1.fleet-agent-c-m-8k2lq.v4`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]

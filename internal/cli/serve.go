@@ -66,8 +66,8 @@ Endpoints on --listen:
 
 Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unstick.
 In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
---cluster-name. Pod logs and registries are not read in this mode: checks that classify logs or probe images
-judge from events, conditions and statuses.
+--cluster-name. Pod logs and registries are not read in this mode: checks that classify logs or
+probe images judge from events, conditions and statuses.
 
 Memory: serve keeps every watched object decoded once, trimmed and with shared strings, and
 runs Go's garbage collector at GOGC=50 unless GOGC is set (set GOMEMLIMIT too in a container;
