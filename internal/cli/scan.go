@@ -121,7 +121,7 @@ failed, 2 usage error.`,
 	f.StringArrayVar(&o.only, "only", nil, "report only this finding ID, or a family such as helm/ (repeatable)")
 	f.StringArrayVar(&o.clusters, "only-cluster", nil, "report only findings on or about this cluster (repeatable)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
-	f.StringVar(&o.color, "color", "auto", "colour the table: auto|always|never (auto: when stdout is a terminal and NO_COLOR is unset)")
+	f.StringVar(&o.color, "color", "auto", "colour the table: auto|always|never (auto: on a terminal, unless NO_COLOR is set or TERM=dumb)")
 	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
 	f.StringVar(&o.outputFile, "output-file", "", "write the report to this file instead of stdout (the exit code is the same)")
 	o.kube.addFlags(f)
@@ -325,7 +325,7 @@ func (o *scanOptions) useColor() bool {
 	case "never":
 		return false
 	}
-	return os.Getenv("NO_COLOR") == "" && isTerminal(o.s.Out)
+	return colorTerminal(o.s.Out)
 }
 
 func isTerminal(w io.Writer) bool {
