@@ -69,7 +69,7 @@ func (o *explainOptions) run() error {
 		}
 		return usageErrorf("%s (run '%s explain' for the list)", msg, o.name)
 	}
-	return printEntry(o.s.Out, e)
+	return printEntry(o.s.Out, e, o.name)
 }
 
 // familyIDs are the IDs of the family id names: "helm/", "helm/*" or plain "helm".
@@ -95,7 +95,7 @@ func listCatalog(w io.Writer, cat *catalog.Catalog, ids []string) error {
 	return err
 }
 
-func printEntry(w io.Writer, e *catalog.Entry) error {
+func printEntry(w io.Writer, e *catalog.Entry, name string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s — %s\nSeverity: %s\n\n", e.ID, e.Title, e.Severity)
 	fmt.Fprintf(&b, "WHAT IT MEANS\n%s\n\n", indent(strings.TrimSpace(e.Explanation), "  "))
@@ -106,7 +106,7 @@ func printEntry(w io.Writer, e *catalog.Entry) error {
 			fmt.Fprintf(&b, "  %s = %s\n      %s\n", t.Name, t.Default, t.Description)
 		}
 	}
-	b.WriteString("\nFIX LADDER (lowest risk first; unstick fix never goes above --max-risk)\n")
+	fmt.Fprintf(&b, "\nFIX LADDER (lowest risk first; %s fix never goes above --max-risk)\n", name)
 	for i, r := range e.Ladder {
 		risk := r.Risk
 		if risk == "" {

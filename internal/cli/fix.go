@@ -16,6 +16,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/check"
 	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/imageref"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/registry"
 	"github.com/unstick-dev/unstick/internal/remediate"
 	"github.com/unstick-dev/unstick/internal/remediate/execute"
@@ -331,7 +332,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 			return werr
 		}
 	} else if res != nil {
-		writeFixSummary(o.s.Out, res, dir)
+		writeFixSummary(o.s.Out, res, dir, o.g.displayName)
 	}
 	if err != nil {
 		if execute.IsConflict(err) {
@@ -349,8 +350,8 @@ func (o *fixOptions) run(ctx context.Context) error {
 	return nil
 }
 
-func writeFixSummary(w io.Writer, res *execute.Result, dir string) {
-	fmt.Fprintf(w, "\nDone: %d incident(s) fixed, %d open.\n", res.Fixed, res.Open)
+func writeFixSummary(w io.Writer, res *execute.Result, dir, name string) {
+	fmt.Fprintf(w, "\nDone: %s fixed, %d open.\n", plural.Of(res.Fixed, "incident"), res.Open)
 	var remaining []execute.Outcome
 	for _, oc := range res.Outcomes {
 		switch oc.Status {
@@ -365,7 +366,7 @@ func writeFixSummary(w io.Writer, res *execute.Result, dir string) {
 			fmt.Fprintf(w, "  [%d] %s %s on %s: %s — %s\n", oc.Number, oc.Step.Rung, oc.Step.Target.Ref(), oc.Step.Cluster, oc.Status, oc.Message)
 		}
 	}
-	fmt.Fprintf(w, "Backups, evidence and journal: %s (undo with: unstick restore %s)\n", dir, dir)
+	fmt.Fprintf(w, "Backups, evidence and journal: %s (undo with: %s restore %s)\n", dir, name, dir)
 }
 
 func writeFixJSON(w io.Writer, plan *remediate.Plan, res *execute.Result, replanned *remediate.Plan, err error) error {

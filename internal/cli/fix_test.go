@@ -40,7 +40,7 @@ func TestFixPlansTheExampleFleet(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		"Fix plan: 2 incident(s), 5 step(s); max risk low. Nothing is changed without --apply.",
+		"Fix plan: 2 incidents, 5 steps; max risk low. Nothing is changed without --apply.",
 		"Incident 1: helm/release-pending on prod-eu-1",
 		`kubectl --context local -n fleet-default patch clusters.fleet.cattle.io c-m-4x7kq2zt --type merge -p '{"spec":{"redeployAgentGeneration":3}}'`,
 		"helm --kube-context prod-eu-1 -n cattle-fleet-system rollback fleet-agent-c-m-4x7kq2zt 3",

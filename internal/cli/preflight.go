@@ -15,6 +15,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/check"
 	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/report"
 )
 
@@ -202,7 +203,7 @@ func (o *preflightOptions) run(ctx context.Context) error {
 			enc.SetIndent("", "  ")
 			return enc.Encode(res)
 		}
-		return writePreflightTable(w, res)
+		return writePreflightTable(w, res, o.g.displayName)
 	})
 	if err != nil {
 		return err
@@ -265,12 +266,13 @@ func judgePreflight(in *upgradeInputs, now time.Time, th *check.Thresholds, cat 
 	return res
 }
 
-func writePreflightTable(w io.Writer, r *preflightResult) error {
+func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 	verdict := "GO"
 	if r.Verdict != "go" {
 		verdict = "NO-GO"
 	}
-	fmt.Fprintf(w, "unstick preflight: %s — %d blocking (at or above %s), %d warnings, %d images", verdict, len(r.Blocking)+len(r.BlockingImages), r.FailOn, len(r.Warnings), len(r.Images))
+	fmt.Fprintf(w, "%s preflight: %s — %d blocking (at or above %s), %s, %s", name, verdict, len(r.Blocking)+len(r.BlockingImages), r.FailOn,
+		plural.Of(len(r.Warnings), "warning"), plural.Of(len(r.Images), "image"))
 	if r.TargetVersion != "" {
 		fmt.Fprintf(w, ", target %s", r.TargetVersion)
 	}
@@ -306,10 +308,10 @@ func writePreflightTable(w io.Writer, r *preflightResult) error {
 	case r.Registry == "offline":
 		fmt.Fprintln(w, "\nRegistry not asked (--offline-registry): images judged by events and logs only.")
 	default:
-		fmt.Fprintf(w, "\nRegistry checked: %d image references ('unstick images' lists them).\n", len(r.Images))
+		fmt.Fprintf(w, "\nRegistry checked: %s ('%s images' lists them).\n", plural.Of(len(r.Images), "image reference"), name)
 	}
 	if r.Verdict != "go" {
-		fmt.Fprintln(w, "Details and fix ladders: unstick explain <ID>.")
+		fmt.Fprintf(w, "Details and fix ladders: %s explain <ID>.\n", name)
 	}
 	return nil
 }

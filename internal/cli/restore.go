@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/remediate/execute"
 )
 
@@ -45,7 +46,7 @@ The clusters are found by the kubeconfig context names the fix used (--kubeconfi
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			if err := validateBackupDir(o.dir); err != nil {
+			if err := validateBackupDir(o.dir, o.g.displayName); err != nil {
 				return err
 			}
 			if o.output != "table" && o.output != "json" {
@@ -116,7 +117,7 @@ func (o *restoreOptions) run(ctx context.Context) error {
 		}
 	}
 	if refused > 0 {
-		return fmt.Errorf("%d object(s) not restored (see above)", refused)
+		return fmt.Errorf("%s not restored (see above)", plural.Of(refused, "object"))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/check"
 	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -247,7 +248,7 @@ func (o *scanOptions) run(ctx context.Context) error {
 	incidents, fs, sup := o.cfg.Apply(o.g.clock(), incidents, fs)
 	for i, n := range sup.Count {
 		s := o.cfg.Suppress[i]
-		log.Info(fmt.Sprintf("suppressed %d finding(s) of %s by %s:%d (%s, until %s)", n, s.ID, o.cfg.Path, s.Line, s.Reason, s.ExpiresText))
+		log.Info(fmt.Sprintf("suppressed %s of %s by %s:%d (%s, until %s)", plural.Of(n, "finding"), s.ID, o.cfg.Path, s.Line, s.Reason, s.ExpiresText))
 	}
 	rep := report.New(snap, now, incidents, fs, errs)
 	log.Debug("evaluated", "at", now.Format(time.RFC3339), "checks", len(check.All()), "incidents", len(rep.Incidents), "findings", len(rep.Findings), "suppressed", sup.Total, "took", time.Since(start))

@@ -50,15 +50,15 @@ func validateOutputFile(path string) error {
 
 // validateBackupDir says what is wrong with restore's DIR in words: missing, a file, or a
 // directory that fix did not write.
-func validateBackupDir(dir string) error {
+func validateBackupDir(dir, name string) error {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return usageErrorf("%s does not exist; restore takes the backup directory an 'unstick fix --apply' wrote (its --backup-dir)", dir)
+		return usageErrorf("%s does not exist; restore takes the backup directory '%s fix --apply' wrote (its --backup-dir)", dir, name)
 	case err != nil:
 		return usageErrorf("%s: %v", dir, unwrapPathError(err))
 	case !st.IsDir():
-		return usageErrorf("%s is a file, not a backup directory written by unstick fix --apply", dir)
+		return usageErrorf("%s is a file, not a backup directory written by '%s fix --apply'", dir, name)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/plural"
 )
 
 // WriteJSON writes the plan as indented JSON.
@@ -30,9 +32,9 @@ func WriteTable(w io.Writer, p *Plan, applying bool) error {
 	b := &strings.Builder{}
 	steps := len(p.Steps())
 	if applying {
-		fmt.Fprintf(b, "Fix plan: %d incident(s), %d step(s); max risk %s.\n", len(p.Incidents), steps, p.MaxRisk)
+		fmt.Fprintf(b, "Fix plan: %s, %s; max risk %s.\n", plural.Of(len(p.Incidents), "incident"), plural.Of(steps, "step"), p.MaxRisk)
 	} else {
-		fmt.Fprintf(b, "Fix plan: %d incident(s), %d step(s); max risk %s. Nothing is changed without --apply.\n", len(p.Incidents), steps, p.MaxRisk)
+		fmt.Fprintf(b, "Fix plan: %s, %s; max risk %s. Nothing is changed without --apply.\n", plural.Of(len(p.Incidents), "incident"), plural.Of(steps, "step"), p.MaxRisk)
 	}
 	n := 0
 	above := 0
@@ -102,7 +104,7 @@ func WriteTable(w io.Writer, p *Plan, applying bool) error {
 	if !applying && steps > 0 {
 		b.WriteString("\nRun again with --apply to execute: every step asks first (--yes does not), backs up what it touches, dry-runs, writes with a resourceVersion precondition and verifies.\n")
 		if above > 0 {
-			fmt.Fprintf(b, "%d step(s) above --max-risk %s are listed but would not run.\n", above, p.MaxRisk)
+			fmt.Fprintf(b, "%s above --max-risk %s listed but would not run.\n", plural.Forms(above, "step is", "steps are"), p.MaxRisk)
 		}
 	}
 	if len(p.Incidents) == 0 && len(p.Manual) == 0 {
