@@ -187,7 +187,7 @@ func TestForContextCopiesEveryFlag(t *testing.T) {
 // A context the kubeconfig lacks is a usage error (exit 2) naming the contexts it has.
 func TestUnknownContextIsAUsageError(t *testing.T) {
 	kc, _ := fleetKubeconfig(t)
-	for _, verb := range []string{"scan", "preflight", "images", "fix", "collect"} {
+	for _, verb := range []string{"scan", "preflight", "images", "fix", "collect", "serve"} {
 		args := []string{verb, "--kubeconfig", kc, "--context", "prod-eu-2"}
 		if verb == "collect" {
 			args = append(args, "--to", filepath.Join(t.TempDir(), "b.tgz"))
@@ -215,6 +215,19 @@ func TestNegativeLiveLimitsAreRefused(t *testing.T) {
 			name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
 			if code != ExitUsage || !strings.Contains(errOut, "--"+name) {
 				t.Errorf("%s %s: exit %d, stderr %q; want a usage error naming --%s", verb, flag, code, errOut, name)
+			}
+		}
+	}
+}
+
+// Connection flags have no meaning for an offline bundle: combined with --from they are a
+// usage error, whichever flag it is (a silently ignored --as would mislead).
+func TestConnectionFlagsRefusedWithFrom(t *testing.T) {
+	for _, flag := range []string{"--as=jane", "--server=https://x.example.test", "--request-timeout=5s", "--insecure-skip-tls-verify", "--context=a"} {
+		for _, verb := range []string{"scan", "preflight", "images", "fix"} {
+			_, errOut, code := run(t, verb, "--from", example, flag)
+			if code != ExitUsage || !strings.Contains(errOut, "cannot be combined") {
+				t.Errorf("%s --from %s: exit %d, stderr %q", verb, flag, code, errOut)
 			}
 		}
 	}

@@ -182,7 +182,7 @@ func (o *scanOptions) validate() error {
 		return err
 	}
 	if o.from != "" && o.live {
-		return usageErrorf("--from reads an offline bundle; it cannot be combined with --context, --all-contexts or --kubeconfig")
+		return usageErrorf("--from reads an offline bundle; it cannot be combined with the flags that reach a live cluster (--context, --all-contexts, --kubeconfig, --as, --server, --request-timeout, ...)")
 	}
 	if o.from != "" {
 		if _, err := os.Stat(o.from); err != nil {
