@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/unstick-dev/unstick/internal/plural"
 )
 
 // Streams are the program's standard streams.
@@ -48,7 +50,7 @@ type FindingsError struct {
 }
 
 func (e *FindingsError) Error() string {
-	return fmt.Sprintf("%d findings at or above severity %s", e.Count, e.Severity)
+	return fmt.Sprintf("%s at or above severity %s", plural.Of(e.Count, "finding"), e.Severity)
 }
 
 // Run executes unstick with args and returns the exit code.

@@ -11,8 +11,8 @@ import (
 
 func renderMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# unstick scan\n\nEvaluated at %s: %d clusters, %d incidents, %d findings, %d errors.\n",
-		r.EvaluatedAt.Format(time.RFC3339), len(r.Clusters), len(r.Incidents), len(r.Findings), len(r.Errors))
+	fmt.Fprintf(&b, "# unstick scan\n\nEvaluated at %s: %s, %s, %s, %s.\n", r.EvaluatedAt.Format(time.RFC3339),
+		plural(len(r.Clusters), "cluster"), plural(len(r.Incidents), "incident"), plural(len(r.Findings), "finding"), plural(len(r.Errors), "error"))
 	if len(r.Incidents) > 0 {
 		b.WriteString("\n## Incidents\n")
 		for i, inc := range r.Incidents {

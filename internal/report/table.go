@@ -90,8 +90,8 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 	if t.width <= 0 {
 		t.width = 100
 	}
-	t.printf("%s %d clusters, %d incidents, %d findings, %d errors (evaluated at %s)\n",
-		t.paint(ansiBold, "unstick scan:"), len(r.Clusters), len(r.Incidents), len(r.Findings), len(r.Errors), r.EvaluatedAt.Format(time.RFC3339))
+	t.printf("%s %s, %s, %s, %s (evaluated at %s)\n", t.paint(ansiBold, "unstick scan:"), plural(len(r.Clusters), "cluster"),
+		plural(len(r.Incidents), "incident"), plural(len(r.Findings), "finding"), plural(len(r.Errors), "error"), r.EvaluatedAt.Format(time.RFC3339))
 	if len(r.Incidents) == 0 {
 		t.printf("\nNo stuck upgrades found.\n")
 	} else {
@@ -108,7 +108,11 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 		}
 	}
 	if len(r.Skipped) > 0 {
-		t.printf("\n%s\n", t.paint(ansiBold, fmt.Sprintf("SKIPPED %d files that hold no Kubernetes object", len(r.Skipped))))
+		what := plural(len(r.Skipped), "file") + " that hold"
+		if len(r.Skipped) == 1 {
+			what += "s"
+		}
+		t.printf("\n%s\n", t.paint(ansiBold, "SKIPPED "+what+" no Kubernetes object"))
 		for i, s := range r.Skipped {
 			if i == 10 {
 				t.printf("  … and %d more (see -o json)\n", len(r.Skipped)-10)
