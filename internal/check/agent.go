@@ -22,10 +22,10 @@ func isAgentPod(c *snapshot.Cluster, p *corev1.Pod) bool {
 	return isAgentWorkload(p.Namespace, owner) || (p.Namespace == "cattle-system" && strings.HasPrefix(owner, "cattle-cluster-agent"))
 }
 
-// agentLogIDs are the findings an agent's own log can establish.
-var agentLogIDs = map[string]bool{
-	"agent/crd-missing": true, "agent/config-invalid": true, "agent/tls": true, "agent/rbac-forbidden": true,
-	"agent/api-unreachable": true, "fleet/registration-broken": true, "cluster/clock-skew": true,
+// fromAgentLogs says whether an agent's own log can establish id (the catalogue's agentLogs).
+func fromAgentLogs(ctx *Context, id string) bool {
+	e, ok := ctx.Catalog.Get(id)
+	return ok && e.AgentLogs
 }
 
 // recentWindow is how many lines of a running container's log count as "now", and
@@ -112,7 +112,7 @@ func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.C
 		lastAt := -1
 		for i, line := range lines {
 			m, ok := classify.Classify(line, classify.Log)
-			if !ok || !agentLogIDs[m.ID] {
+			if !ok || !fromAgentLogs(ctx, m.ID) {
 				continue
 			}
 			lastHit, lastAt = hit(m.ID, line, file, 1), i
@@ -144,7 +144,7 @@ func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.C
 			if kubeletPodReasons[e.Reason] {
 				continue
 			}
-			if m, ok := classify.Classify(e.Message, classify.Event); ok && agentLogIDs[m.ID] {
+			if m, ok := classify.Classify(e.Message, classify.Event); ok && fromAgentLogs(ctx, m.ID) {
 				n := int(e.Count)
 				if n < 1 {
 					n = 1

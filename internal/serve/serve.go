@@ -67,14 +67,15 @@ type state struct {
 	took time.Duration
 }
 
-// ageIDs are the findings whose since feeds a *_seconds gauge, with the threshold that
-// otherwise hides them while they are young.
-var ageIDs = map[string]string{
-	"fleet/agent-heartbeat-stale": "fleet.heartbeatStaleAfter",
-	"fleet/agent-upgrade-stuck":   "fleet.agentUpgradeStuckAfter",
-	"helm/release-pending":        "helm.pendingAfter",
-	"suc/plan-stuck":              "suc.planStuckAfter",
-	"suc/node-left-cordoned":      "suc.nodeCordonedAfter",
+// gaugeIDs are the findings whose since feeds a *_seconds gauge, with the threshold that
+// otherwise hides them while they are young: the catalogue's gauge attribute.
+func gaugeIDs(cat *catalog.Catalog) map[string]string {
+	out := map[string]string{}
+	for _, id := range cat.IDsWhere(func(e *catalog.Entry) bool { return e.Gauge != "" }) {
+		e, _ := cat.Get(id)
+		out[id] = e.Gauge
+	}
+	return out
 }
 
 // New prepares a server; Run starts it.
@@ -234,6 +235,7 @@ func (s *Server) evaluate(unreachable []finding.ScanError) {
 // so every pending release or drifting agent is measured from the moment it started, not
 // only once it is old enough to be a finding.
 func (s *Server) ages(snap *snapshot.Snapshot, now time.Time) []finding.Finding {
+	ageIDs := gaugeIDs(s.o.Catalog)
 	th := check.NewThresholds(s.o.Catalog)
 	for _, n := range s.o.Thresholds.Names() {
 		_ = th.Set(n, s.o.Thresholds.Value(n))
