@@ -76,6 +76,20 @@ type upgradeLoader struct {
 	newProber func(registry.Options) *registry.Prober
 }
 
+// inputName names what was read, for messages: the bundle path or the contexts.
+func (l *upgradeLoader) inputName() string {
+	if !l.live {
+		return l.from
+	}
+	switch {
+	case l.kube.allContexts:
+		return "every context of the kubeconfig"
+	case len(l.kube.contexts) > 0:
+		return "context " + strings.Join(l.kube.contexts, ", ")
+	}
+	return "the current context"
+}
+
 func (l *upgradeLoader) offline() bool {
 	return l.reg.offline || (l.cfg != nil && l.cfg.Registry.Offline)
 }
@@ -91,6 +105,10 @@ func (l *upgradeLoader) load(ctx context.Context) (*upgradeInputs, error) {
 		src := &source.Offline{Path: l.from, Progress: func(n int) { prog.count("reading "+l.from, n, 0, "files") }}
 		if snap, err = src.Load(ctx); err != nil {
 			return nil, err
+		}
+		// With -v, every document the loader left out is named, as the report lists them.
+		for _, sk := range snap.Skipped {
+			l.g.log.Info("skipped", "file", sk.File, "line", sk.Line, "reason", sk.Reason)
 		}
 	} else {
 		if live, err = l.kube.live(func(done, total int) { prog.count("reading clusters", done, total, "clusters") }); err != nil {

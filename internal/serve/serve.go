@@ -16,7 +16,9 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/judge"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/source"
@@ -29,6 +31,8 @@ type Options struct {
 	Registry   *prometheus.Registry
 	Catalog    *catalog.Catalog
 	Thresholds *check.Thresholds
+	// Config holds the severity overrides and suppressions every report honours; nil: none.
+	Config *config.Config
 	// Clock is the time evaluations judge at; time.Now when nil. Tests inject one to age a
 	// heartbeat without waiting.
 	Clock func() time.Time
@@ -217,9 +221,7 @@ func (s *Server) evaluate(unreachable []finding.ScanError) {
 		b.Error(e)
 	}
 	snap := b.Build()
-	ctx := &check.Context{Snap: snap, Now: now, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog}
-	incidents, fs, errs := check.Evaluate(ctx, check.Filter{})
-	rep := report.New(snap, now, incidents, fs, errs)
+	rep := judge.Judge(snap, judge.Options{Now: now, Wallclock: now, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog, Config: s.o.Config}).Report
 	st := &state{report: rep, ages: s.ages(snap, now)}
 	st.took = time.Since(start)
 	s.o.Log.Debug("evaluated", "findings", len(rep.Findings), "incidents", len(rep.Incidents), "took", st.took)

@@ -43,6 +43,11 @@ type Builder struct {
 	skipped     []Skipped
 }
 
+// MaxListed is how many errors, and how many skipped entries, a snapshot lists one by one
+// (the first in order); the rest are counted in one closing entry, so that a hostile bundle
+// of half a million links does not make a half-million-line report.
+const MaxListed = 10_000
+
 // NewBuilder starts an empty snapshot.
 func NewBuilder() *Builder {
 	return &Builder{clusters: map[string]*Cluster{}, infos: map[string]ClusterInfo{}}
@@ -62,14 +67,19 @@ func (b *Builder) DeclareCluster(info ClusterInfo) {
 // Error records something that could not be read; the scan goes on.
 func (b *Builder) Error(e finding.ScanError) {
 	b.mu.Lock()
-	b.errors = append(b.errors, e)
+	b.addError(e)
 	b.mu.Unlock()
 }
 
+func (b *Builder) addError(e finding.ScanError) { b.errors = append(b.errors, e) }
+
 // Skip records a file that held no Kubernetes object.
-func (b *Builder) Skip(file, reason string) {
+func (b *Builder) Skip(file, reason string) { b.SkipAt(file, 0, reason) }
+
+// SkipAt records a document at file:line that was not turned into an object.
+func (b *Builder) SkipAt(file string, line int, reason string) {
 	b.mu.Lock()
-	b.skipped = append(b.skipped, Skipped{File: file, Reason: reason})
+	b.skipped = append(b.skipped, Skipped{File: file, Line: line, Reason: reason})
 	b.mu.Unlock()
 }
 
@@ -369,7 +379,7 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		if r := o.helm; r != nil {
 			if r.PayloadError != nil {
 				file, line := splitSource(src)
-				b.errors = append(b.errors, finding.ScanError{Cluster: c.Name, File: file, Line: line,
+				b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line,
 					Message: fmt.Sprintf("Helm release Secret %s/%s: %v (using its labels only)", t.Namespace, t.Name, r.PayloadError)})
 			}
 			c.HelmReleases = append(c.HelmReleases, r)
@@ -508,6 +518,9 @@ func (b *Builder) Build() *Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := &Snapshot{CollectedAt: b.collectedAt, Errors: b.errors, Skipped: b.skipped}
+	if s.Skipped == nil {
+		s.Skipped = []Skipped{} // a report's skipped list is always present, even empty
+	}
 	names := make([]string, 0, len(b.clusters))
 	for n := range b.clusters {
 		names = append(names, n)
@@ -530,10 +543,34 @@ func (b *Builder) Build() *Snapshot {
 	matchFleetClusters(s)
 	s.Reindex()
 	if s.CollectedAt.IsZero() {
-		s.CollectedAt = newestTimestamp(s)
+		s.CollectedAt, s.IgnoredTimes = robustNewest(s)
+		if !s.CollectedAt.IsZero() {
+			s.ClockSource = ClockNewest
+		}
+	} else if s.ClockSource == "" {
+		s.ClockSource = ClockRecorded
 	}
 	sort.SliceStable(s.Errors, func(i, j int) bool { return s.Errors[i].String() < s.Errors[j].String() })
-	sort.SliceStable(s.Skipped, func(i, j int) bool { return s.Skipped[i].File < s.Skipped[j].File })
+	if n := len(s.Errors) - MaxListed; n > 0 {
+		first := s.Errors[MaxListed]
+		s.Errors = append(s.Errors[:MaxListed:MaxListed], finding.ScanError{Cluster: first.Cluster, File: first.File, Line: first.Line,
+			Message: fmt.Sprintf("this and %d more errors, not listed (the first %d are)", n-1, MaxListed)})
+	}
+	sort.SliceStable(s.Skipped, func(i, j int) bool {
+		a, b := s.Skipped[i], s.Skipped[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Reason < b.Reason
+	})
+	if n := len(s.Skipped) - MaxListed; n > 0 {
+		first := s.Skipped[MaxListed]
+		s.Skipped = append(s.Skipped[:MaxListed:MaxListed], Skipped{File: first.File, Line: first.Line,
+			Reason: fmt.Sprintf("this and %d more skipped entries, not listed (the first %d are)", n-1, MaxListed)})
+	}
 	return s
 }
 
@@ -691,73 +728,6 @@ func hasLocalAgent(c *Cluster) bool {
 // object records. Times stamped by an agent's or a kubelet's own clock (Fleet check-ins,
 // node heartbeats) only count when nothing else does: a clock running fast would otherwise
 // move "now" forward, hide its own skew and age everything else.
-func newestTimestamp(s *Snapshot) time.Time {
-	var t, clocks time.Time
-	see := func(x time.Time) {
-		if x.After(t) {
-			t = x
-		}
-	}
-	seeClock := func(x time.Time) {
-		if x.After(clocks) {
-			clocks = x
-		}
-	}
-	for _, c := range s.Clusters {
-		for _, e := range c.Events {
-			see(EventTime(e))
-		}
-		for _, p := range c.Pods {
-			see(p.CreationTimestamp.Time)
-			for _, cond := range p.Status.Conditions {
-				see(cond.LastTransitionTime.Time)
-			}
-			for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-				if cs.State.Running != nil {
-					see(cs.State.Running.StartedAt.Time)
-				}
-				if cs.State.Terminated != nil {
-					see(cs.State.Terminated.FinishedAt.Time)
-				}
-				if cs.LastTerminationState.Terminated != nil {
-					see(cs.LastTerminationState.Terminated.FinishedAt.Time)
-				}
-			}
-		}
-		for _, fc := range c.FleetClusters {
-			seeClock(fc.Status.Agent.LastSeen.Time)
-			for _, cond := range fc.Status.Conditions {
-				see(parseTime(cond.LastUpdateTime))
-				see(parseTime(cond.LastTransitionTime))
-			}
-		}
-		for _, bd := range c.BundleDeployments {
-			for _, cond := range bd.Status.Conditions {
-				see(parseTime(cond.LastUpdateTime))
-				see(parseTime(cond.LastTransitionTime))
-			}
-		}
-		for _, r := range c.HelmReleases {
-			see(r.LastDeployed)
-			see(r.ModifiedAt)
-		}
-		for _, n := range c.Nodes {
-			for _, cond := range n.Status.Conditions {
-				seeClock(cond.LastHeartbeatTime.Time)
-			}
-		}
-		for _, d := range c.Deployments {
-			for _, cond := range d.Status.Conditions {
-				see(cond.LastUpdateTime.Time)
-			}
-		}
-	}
-	if t.IsZero() {
-		return clocks
-	}
-	return t
-}
-
 func parseTime(s string) time.Time {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {

@@ -31,16 +31,21 @@ type Snapshot struct {
 	// CollectedAt is when the objects were read (live: now; offline: the bundle's metadata,
 	// else the newest timestamp found in it). Zero if nothing told.
 	CollectedAt time.Time
-	Errors      []finding.ScanError
-	Skipped     []Skipped
+	// ClockSource says where CollectedAt came from (ClockRecorded, ClockNewest), and
+	// IgnoredTimes lists timestamps left out of it as outliers.
+	ClockSource  string
+	IgnoredTimes []IgnoredTime
+	Errors       []finding.ScanError
+	Skipped      []Skipped
 
 	// Lookups, built by Build (and Reindex) before any concurrent reader.
 	byName, byFleet map[string]*Cluster
 }
 
-// Skipped is a file that held no Kubernetes object.
+// Skipped is a file, or one document of a file, that the loader did not turn into an object.
 type Skipped struct {
 	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"` // the document's first line; 0 for a whole file
 	Reason string `json:"reason"`
 }
 
