@@ -317,11 +317,21 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 		if a, ok := archMismatch(ctx, c, p, cs); ok {
 			out = append(out, a)
 		}
-		if cs.RestartCount < minRestarts {
+		// A pod replaced in the middle of a crash loop starts counting restarts again; its
+		// workload's earlier pods that crash-looped the same container say it is no new failure.
+		run := failureRunOf(c, p, crashBackOff(cs.Name), "BackOff")
+		if cs.RestartCount < minRestarts && run.pods < 2 {
 			return out
 		}
-		f := podFinding(ctx, c, p, "pod/crashloop", fmt.Sprintf("container %s of pod %s/%s is crash-looping (%d restarts)", cs.Name, p.Namespace, p.Name, cs.RestartCount))
+		summary := fmt.Sprintf("container %s of pod %s/%s is crash-looping (%d restarts)", cs.Name, p.Namespace, p.Name, cs.RestartCount)
+		if run.pods > 1 {
+			summary = fmt.Sprintf("container %s of pod %s/%s is crash-looping (%d restarts): its workload's pods have crash-looped for %s, across %d pods", cs.Name, p.Namespace, p.Name, cs.RestartCount, human(ctx.Age(run.start)), run.pods)
+		}
+		f := podFinding(ctx, c, p, "pod/crashloop", summary)
 		f.Evidence = []finding.Evidence{ev(src, "state.waiting: reason=CrashLoopBackOff message=%q", w.Message)}
+		if run.pods > 1 {
+			f.Evidence = append(f.Evidence, ev(run.firstSrc, "first failure of the run, pod %s: %s", run.firstPod, run.firstText))
+		}
 		if last != nil {
 			f.Evidence = append(f.Evidence, ev(src, "lastState.terminated: reason=%s exitCode=%d finishedAt=%s", last.Reason, last.ExitCode, last.FinishedAt.UTC().Format(time.RFC3339)))
 		}
@@ -331,12 +341,15 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 			}
 		}
 		_, firstBackOff := eventEvidence(c, "Pod", p.Namespace, p.Name, "BackOff")
-		f.Since = timePtr(earliest(readySince, firstBackOff))
+		f.Since = timePtr(earliest(earliest(readySince, firstBackOff), run.start))
 		f.Signature = "crashloop|" + cs.Name
 		out = append(out, f)
 	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
 		_, first := eventEvidence(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff")
-		since := earliest(first, readySince)
+		// Measured from the first failed pull of this image by the workload's pods, not from
+		// this pod's: a replaced pod (or a re-created Job's) starts the clock again.
+		run := failureRunOf(c, p, pullFailureOfImage(cs.Image, specImage(p, cs.Name)), "Failed", "BackOff")
+		since := earliest(earliest(first, readySince), run.start)
 		if !since.IsZero() && ctx.Age(since) < pendingAfter {
 			return out
 		}
@@ -363,8 +376,15 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 		if id == "" {
 			return out // no cause told; rollout-stalled and the events say the rest
 		}
-		f := podFinding(ctx, c, p, id, fmt.Sprintf("pod %s/%s cannot pull %s: %s", p.Namespace, p.Name, cs.Image, pullCause(id)))
+		summary := fmt.Sprintf("pod %s/%s cannot pull %s: %s", p.Namespace, p.Name, cs.Image, pullCause(id))
+		if run.pods > 1 {
+			summary += fmt.Sprintf(" (failing for %s, across %d pods of its workload)", human(ctx.Age(since)), run.pods)
+		}
+		f := podFinding(ctx, c, p, id, summary)
 		f.Evidence = []finding.Evidence{ev(src, "state.waiting: reason=%s", w.Reason), {Source: whySrc, Text: firstLine(why)}}
+		if run.pods > 1 {
+			f.Evidence = append(f.Evidence, ev(run.firstSrc, "first failure of the run, pod %s: %s", run.firstPod, run.firstText))
+		}
 		if backOff != nil {
 			f.Evidence = append(f.Evidence, finding.Evidence{Source: eventSource(backOff), Text: firstLine(backOff.Message)})
 		}

@@ -66,7 +66,8 @@ already stuck) blocks as much as a missing image. Blockers are marked "gate" whe
 lists their ID as an upgrade gate (` + "`unstick explain`" + ` shows it), "stuck" otherwise.
 
 Exit codes: 0 go; 3 no-go (a finding at or above --fail-on, or an upgrade image that is
-missing or lacks a node's platform); ` + exitIncompleteHelp + `; 1 unstick failed, or the input
+missing or lacks a node's platform);
+` + exitIncompleteHelp + `; 1 unstick failed, or the input
 held no Kubernetes object; 2 usage error.`,
 		Example: `  # The current kube context
   unstick preflight
