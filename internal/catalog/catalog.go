@@ -200,29 +200,68 @@ func (e *Entry) Steps() []finding.Step {
 	return out
 }
 
-// Suggest returns up to three IDs closest to id: those that contain it, then by edit distance.
+// Suggest returns up to three IDs like id, the most similar first: the ID with one or two
+// typos, then IDs holding id whole ("crashloop" → pod/crashloop), then IDs holding every word
+// of it ("fleet/agent-stuck" → fleet/agent-upgrade-stuck). IDs that merely share a few
+// letters are not offered: a short ID is a few edits away from any short word.
 func (c *Catalog) Suggest(id string) []string {
+	q := strings.ToLower(strings.TrimSpace(id))
+	if q == "" {
+		return nil
+	}
 	type scored struct {
-		id string
-		d  int
+		id          string
+		rank, edits int
 	}
 	var s []scored
 	for _, k := range c.ids {
-		d := EditDistance(strings.ToLower(id), k)
-		if id != "" && (strings.Contains(k, strings.ToLower(id))) {
-			d = 0
+		_, name, _ := strings.Cut(k, "/")
+		edits := min(EditDistance(q, k), EditDistance(q, name))
+		rank := 0
+		switch {
+		case edits <= max(1, len(q)/6):
+			rank = 1
+		case strings.Contains(k, q):
+			rank = 2
+		case edits <= max(2, len(q)/4):
+			rank = 3
+		case allWordsIn(q, k):
+			rank = 4
+		default:
+			continue
 		}
-		s = append(s, scored{k, d})
+		s = append(s, scored{k, rank, edits})
 	}
-	sort.SliceStable(s, func(i, j int) bool { return s[i].d < s[j].d })
+	sort.SliceStable(s, func(i, j int) bool {
+		if s[i].rank != s[j].rank {
+			return s[i].rank < s[j].rank
+		}
+		return s[i].edits < s[j].edits
+	})
 	var out []string
 	for _, x := range s {
-		if len(out) == 3 || x.d > len(x.id) {
+		if len(out) == 3 {
 			break
 		}
 		out = append(out, x.id)
 	}
 	return out
+}
+
+// allWordsIn reports whether every word of q (split at "/" and "-") is a word of id.
+func allWordsIn(q, id string) bool {
+	split := func(r rune) bool { return r == '/' || r == '-' }
+	have := map[string]bool{}
+	for _, w := range strings.FieldsFunc(id, split) {
+		have[w] = true
+	}
+	words := strings.FieldsFunc(q, split)
+	for _, w := range words {
+		if !have[w] {
+			return false
+		}
+	}
+	return len(words) > 0
 }
 
 func (c *Catalog) suggestSuffix(id string) string {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -242,13 +243,33 @@ func TestSharedThresholdsAgree(t *testing.T) {
 	}
 }
 
+// Suggestions rank by how like the ID they are, and leave out IDs that only share letters.
 func TestSuggest(t *testing.T) {
 	c := mustLoad(t)
-	got := c.Suggest("helm/release-pendng")
-	if len(got) == 0 || got[0] != "helm/release-pending" {
-		t.Errorf("Suggest(helm/release-pendng) = %v, want helm/release-pending first", got)
+	for _, tc := range []struct {
+		in   string
+		want []string // the first suggestions, in order
+		not  []string // never suggested
+	}{
+		{"helm/release-pendng", []string{"helm/release-pending"}, nil},
+		{"helm/relase-pending", []string{"helm/release-pending"}, []string{"suc/image-missing"}},
+		{"pending", []string{"helm/release-pending"}, []string{"agent/tls", "crd/missing"}},
+		{"crashloop", []string{"pod/crashloop"}, []string{"agent/tls", "crd/missing"}},
+		{"image-missing", []string{"suc/image-missing"}, nil},
+		{"fleet/agent-stuck", []string{"fleet/agent-upgrade-stuck"}, nil},
+		{"pod/crashlop", []string{"pod/crashloop"}, nil},
+	} {
+		got := c.Suggest(tc.in)
+		if len(got) < len(tc.want) || !slices.Equal(got[:len(tc.want)], tc.want) {
+			t.Errorf("Suggest(%q) = %v, want %v first", tc.in, got, tc.want)
+		}
+		for _, n := range tc.not {
+			if slices.Contains(got, n) {
+				t.Errorf("Suggest(%q) = %v, offers the unrelated %s", tc.in, got, n)
+			}
+		}
 	}
-	if got := c.Suggest("nope"); len(got) > 3 {
-		t.Errorf("Suggest(nope) = %v, want at most 3 IDs", got)
+	if got := c.Suggest("nope"); len(got) != 0 {
+		t.Errorf("Suggest(nope) = %v, want nothing", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -59,7 +60,7 @@ var crdMissing = Check{
 			}
 			for _, name := range requiredFleetCRDs {
 				if !m.HasCRD(name) {
-					add(m, name, ev("CustomResourceDefinitions of "+m.Name, "%s is not among the %d CRDs read; the Fleet controller and every agent need it", name, len(m.CRDs)))
+					add(m, name, ev("CustomResourceDefinitions of "+m.Name, "%s is not among the %s read; the Fleet controller and every agent need it", name, plural.Of(len(m.CRDs), "CRD")))
 				}
 			}
 		}

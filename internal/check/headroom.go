@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -109,7 +110,7 @@ func headroom(ctx *Context, c *snapshot.Cluster, minPct float64) (finding.Findin
 			break
 		}
 		u := usable[name]
-		f.Evidence = append(f.Evidence, ev(sourceOf(c, nodeRef(name)), "node %s: CPU %.0f%% free, memory %.0f%% free (%d pods)", name, u.freeCPUPct, u.freeMemP, u.pods))
+		f.Evidence = append(f.Evidence, ev(sourceOf(c, nodeRef(name)), "node %s: CPU %.0f%% free, memory %.0f%% free (%s)", name, u.freeCPUPct, u.freeMemP, plural.Of(u.pods, "pod")))
 	}
 	f.Keys = []string{"headroom:" + c.Name}
 	return f, true

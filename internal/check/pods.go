@@ -13,6 +13,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -321,7 +322,7 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 	// restart, so a restartCount of 0 never shows one.
 	if last != nil && last.Reason == "OOMKilled" &&
 		(w != nil || (cs.RestartCount >= minRestarts && ctx.Age(last.FinishedAt.Time) < oomRecent)) {
-		f := podFinding(ctx, c, p, "pod/oom-killed", fmt.Sprintf("container %s of pod %s/%s was OOM-killed (restarted %d times): its memory limit is too low", cs.Name, p.Namespace, p.Name, cs.RestartCount))
+		f := podFinding(ctx, c, p, "pod/oom-killed", fmt.Sprintf("container %s of pod %s/%s was OOM-killed (restarted %s): its memory limit is too low", cs.Name, p.Namespace, p.Name, plural.Of(int(cs.RestartCount), "time")))
 		f.Evidence = []finding.Evidence{ev(src, "lastState.terminated: reason=OOMKilled exitCode=%d finishedAt=%s; limits.memory=%s", last.ExitCode, last.FinishedAt.UTC().Format(time.RFC3339), memLimit(p, cs.Name))}
 		f.Since = timePtr(earliest(readySince, last.FinishedAt.Time))
 		out = append(out, f)

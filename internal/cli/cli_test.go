@@ -246,7 +246,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"explain known", []string{"explain", "helm/release-pending"}, ExitOK, ""},
 		{"explain unknown suggests", []string{"explain", "helm/release-pendin"}, ExitUsage, "helm/release-pending"},
-		{"explain nope", []string{"explain", "nope"}, ExitUsage, "did you mean"},
+		{"explain a typo", []string{"explain", "helm/release-pendng"}, ExitUsage, "did you mean: helm/release-pending"},
 		{"scan without input or kubeconfig", []string{"scan", "--kubeconfig", "testdata/no-such-kubeconfig"}, ExitFailed, "--from"},
 		{"scan missing bundle", []string{"scan", "--from", "does-not-exist"}, ExitUsage, "does-not-exist"},
 		{"bad --now", []string{"scan", "--from", example, "--now", "yesterday"}, ExitUsage, "RFC 3339"},
@@ -334,8 +334,8 @@ data:
 	}
 }
 
-// A context that does not exist and a server that does not answer both fail fast, exit 1,
-// naming the context or the server.
+// A server that does not answer fails fast, exit 1, naming the server. (A context that does
+// not exist is a usage error: TestUnknownContextIsAUsageError.)
 func TestLiveScanFailsFast(t *testing.T) {
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kc, []byte(`apiVersion: v1
@@ -357,9 +357,8 @@ users:
 		args []string
 		want string
 	}{
-		{[]string{"scan", "--kubeconfig", kc, "--context", "does-not-exist"}, `"does-not-exist"`},
 		{[]string{"scan", "--kubeconfig", kc, "--timeout", "5s"}, "https://127.0.0.1:1"},
-		{[]string{"collect", "--kubeconfig", kc, "--timeout", "5s", "-o", filepath.Join(t.TempDir(), "b.tgz")}, "https://127.0.0.1:1"},
+		{[]string{"collect", "--kubeconfig", kc, "--timeout", "5s", "--to", filepath.Join(t.TempDir(), "b.tgz")}, "https://127.0.0.1:1"},
 	}
 	for _, c := range cases {
 		start := time.Now()

@@ -8,12 +8,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/source"
 )
 
 type collectOptions struct {
-	s      Streams
-	kube   *kubeFlags
+	s    Streams
+	kube *kubeFlags
+	to   string
+	// output is the deprecated -o/--output: kubectl's -o names a format, not a destination.
 	output string
 	quiet  bool
 }
@@ -21,7 +24,7 @@ type collectOptions struct {
 func newCollectCmd(s Streams) *cobra.Command {
 	o := &collectOptions{s: s, kube: newKubeFlags()}
 	cmd := &cobra.Command{
-		Use:   "collect -o FILE.tar.gz|DIR",
+		Use:   "collect --to FILE.tar.gz|DIR",
 		Short: "Write a redacted offline bundle of live clusters, for support or a later scan",
 		Long: `Reads the same objects and logs a live scan reads — from the current context, the contexts
 named with --context, or --all-contexts — and writes them as an offline bundle: one
@@ -37,25 +40,43 @@ settings SYSTEM_UPGRADE_*, which the checks read), last-applied-configuration an
 and credentials in log lines (bearer tokens, passwords, tokens, passwords in URLs). What was
 redacted is printed and listed in unstick-bundle.yaml.`,
 		Example: `  # The current context, as a tar.gz to attach to a ticket
-  unstick collect -o fleet-$(date +%F).tar.gz
+  unstick collect --to fleet-$(date +%F).tar.gz
 
   # The management cluster and two downstream clusters, as a directory
-  unstick collect --context rancher --context prod-eu-1 --context prod-us-1 -o ./bundle
+  unstick collect --context rancher --context prod-eu-1 --context prod-us-1 --to ./bundle
 
   # Later, anywhere
   unstick scan --from fleet-2026-11-28.tar.gz`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output == "" {
-				return usageErrorf("collect needs -o FILE.tar.gz or -o DIR")
+			if err := o.validate(cmd); err != nil {
+				return err
 			}
 			return o.run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "where to write the bundle: a .tar.gz/.tgz file or a new directory")
+	cmd.Flags().StringVar(&o.to, "to", "", "where to write the bundle: a .tar.gz/.tgz file or a new directory")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "deprecated: use --to")
+	_ = cmd.Flags().MarkHidden("output")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	o.kube.addFlags(cmd.Flags())
 	return cmd
+}
+
+// validate takes the destination from --to, or from the deprecated -o with a warning, and
+// refuses negative limits before any cluster is read.
+func (o *collectOptions) validate(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("output") {
+		if o.to != "" {
+			return usageErrorf("--to and -o/--output both name the destination; use --to alone")
+		}
+		fmt.Fprintf(o.s.ErrOut, "warning: collect -o/--output is deprecated and will be removed in a later release; use --to %s\n", o.output)
+		o.to = o.output
+	}
+	if o.to == "" {
+		return usageErrorf("collect needs --to FILE.tar.gz or --to DIR")
+	}
+	return o.kube.validate()
 }
 
 func (o *collectOptions) run(ctx context.Context) error {
@@ -70,12 +91,12 @@ func (o *collectOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := w.Write(o.output)
+	n, err := w.Write(o.to)
 	if err != nil {
 		return fmt.Errorf("writing the bundle: %w", err)
 	}
 	red := w.Redacted()
-	msg := fmt.Sprintf("wrote %s: %d clusters, %d files", o.output, len(live.Targets), n)
+	msg := fmt.Sprintf("wrote %s: %s, %s", o.to, plural.Of(len(live.Targets), "cluster"), plural.Of(n, "file"))
 	if len(red) > 0 {
 		msg += "; redacted " + strings.Join(red, ", ")
 	}

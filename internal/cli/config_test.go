@@ -128,7 +128,7 @@ severity:
 			t.Errorf("stderr %q does not say %q", errOut, w)
 		}
 	}
-	if !strings.Contains(errOut, "suppressed 1 finding(s) of pod/unschedulable-taints") {
+	if !strings.Contains(errOut, "suppressed 1 finding of pod/unschedulable-taints") {
 		t.Errorf("-v does not count what was suppressed: %q", errOut)
 	}
 	for _, f := range r.Findings {

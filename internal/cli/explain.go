@@ -14,6 +14,7 @@ type explainOptions struct {
 	s       Streams
 	id      string
 	catalog string
+	name    string // how unstick was called: "unstick" or "kubectl unstick"
 }
 
 func newExplainCmd(s Streams) *cobra.Command {
@@ -21,11 +22,12 @@ func newExplainCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain [ID]",
 		Short: "Explain a finding: what it means, how it is detected, and its fix ladder",
-		Long: `Without an ID, lists every finding ID of the catalogue with its severity and title.
-With an ID, prints the catalogue entry: the explanation, the detection rule and its
-thresholds, and the fix ladder from the lowest-risk rung up, with the equivalent kubectl
-and helm commands.`,
+		Long: `Without an ID, lists every finding ID of the catalogue with its severity and title; with a
+family (helm/, helm/* or helm), the IDs of that family. With an ID, prints the catalogue entry:
+the explanation, the detection rule and its thresholds, and the fix ladder from the lowest-risk
+rung up, with the equivalent kubectl and helm commands.`,
 		Example: `  unstick explain
+  unstick explain helm/
   unstick explain helm/release-pending
   unstick explain suc/image-missing`,
 		Args: cobra.MaximumNArgs(1),
@@ -40,6 +42,7 @@ and helm commands.`,
 			if len(args) == 1 {
 				o.id = args[0]
 			}
+			o.name = cmd.Root().DisplayName()
 			return o.run()
 		},
 	}
@@ -53,23 +56,38 @@ func (o *explainOptions) run() error {
 		return usageErrorf("%v", err)
 	}
 	if o.id == "" {
-		return listCatalog(o.s.Out, cat)
+		return listCatalog(o.s.Out, cat, cat.IDs())
 	}
 	e, ok := cat.Get(o.id)
 	if !ok {
+		if ids := familyIDs(cat, o.id); len(ids) > 0 {
+			return listCatalog(o.s.Out, cat, ids)
+		}
 		msg := fmt.Sprintf("unknown finding ID %q", o.id)
 		if s := cat.Suggest(o.id); len(s) > 0 {
 			msg += "; did you mean: " + strings.Join(s, ", ") + "?"
 		}
-		return usageErrorf("%s (run 'unstick explain' for the list)", msg)
+		return usageErrorf("%s (run '%s explain' for the list)", msg, o.name)
 	}
-	return printEntry(o.s.Out, e)
+	return printEntry(o.s.Out, e, o.name)
 }
 
-func listCatalog(w io.Writer, cat *catalog.Catalog) error {
+// familyIDs are the IDs of the family id names: "helm/", "helm/*" or plain "helm".
+func familyIDs(cat *catalog.Catalog, id string) []string {
+	prefix := strings.TrimSuffix(strings.TrimSuffix(id, "*"), "/") + "/"
+	var out []string
+	for _, k := range cat.IDs() {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func listCatalog(w io.Writer, cat *catalog.Catalog, ids []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-34s %-9s %s\n", "ID", "SEVERITY", "TITLE")
-	for _, id := range cat.IDs() {
+	for _, id := range ids {
 		e, _ := cat.Get(id)
 		fmt.Fprintf(&b, "%-34s %-9s %s\n", id, e.Severity, e.Title)
 	}
@@ -77,7 +95,7 @@ func listCatalog(w io.Writer, cat *catalog.Catalog) error {
 	return err
 }
 
-func printEntry(w io.Writer, e *catalog.Entry) error {
+func printEntry(w io.Writer, e *catalog.Entry, name string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s — %s\nSeverity: %s\n\n", e.ID, e.Title, e.Severity)
 	fmt.Fprintf(&b, "WHAT IT MEANS\n%s\n\n", indent(strings.TrimSpace(e.Explanation), "  "))
@@ -88,7 +106,7 @@ func printEntry(w io.Writer, e *catalog.Entry) error {
 			fmt.Fprintf(&b, "  %s = %s\n      %s\n", t.Name, t.Default, t.Description)
 		}
 	}
-	b.WriteString("\nFIX LADDER (lowest risk first; unstick fix never goes above --max-risk)\n")
+	fmt.Fprintf(&b, "\nFIX LADDER (lowest risk first; %s fix never goes above --max-risk)\n", name)
 	for i, r := range e.Ladder {
 		risk := r.Risk
 		if risk == "" {

@@ -94,17 +94,20 @@ object changed since planning, or the input held no Kubernetes object; 2 usage e
   unstick fix
 
   # Only the Helm findings of one downstream cluster, as JSON
-  unstick fix --context rancher --context prod-eu-1 --only helm/ --only-cluster prod-eu-1 -o json
+  unstick fix --context rancher --context prod-eu-1 --only helm/ \
+      --only-cluster prod-eu-1 -o json
 
   # Carry it out, rolling back pending Helm releases (medium risk), without prompts
-  unstick fix --context prod-eu-1 --apply --yes --max-risk medium --backup-dir ./fix-prod-eu-1
+  unstick fix --context prod-eu-1 --apply --yes --max-risk medium \
+      --backup-dir ./fix-prod-eu-1
 
   # Realign a SUC Plan to a kubectl tag that exists for every node, then clear its Jobs and labels
-  unstick fix --context edge --image system-upgrade/apply-manifests:upgrade=rancher/kubectl:v1.31.12 --max-risk medium --apply
+  unstick fix --context edge --max-risk medium --apply \
+      --image system-upgrade/apply-manifests:upgrade=rancher/kubectl:v1.31.12
 
   # Put everything back
   unstick restore ./fix-prod-eu-1`,
-		Args: cobra.NoArgs,
+		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.complete(); err != nil {

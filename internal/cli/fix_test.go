@@ -22,7 +22,8 @@ func TestFixUsageErrors(t *testing.T) {
 		{[]string{"fix", "--from", example, "--image", "drain=rancher/kubectl:v1.30.3"}, "drain uses the controller's kubectl image"},
 		{[]string{"fix", "--from", example, "--only", "helm/release-pendng"}, "did you mean helm/release-pending"},
 		{[]string{"fix", "--from", example, "-o", "yaml"}, "unknown output format"},
-		{[]string{"restore", filepath.Join(example, "no-such-dir")}, "not a backup directory"},
+		{[]string{"restore", filepath.Join(example, "no-such-dir")}, "no-such-dir does not exist"},
+		{[]string{"restore", filepath.Join(example, "README.md")}, "is a file, not a backup directory"},
 	} {
 		_, errOut, code := run(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
@@ -39,7 +40,7 @@ func TestFixPlansTheExampleFleet(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		"Fix plan: 2 incident(s), 5 step(s); max risk low. Nothing is changed without --apply.",
+		"Fix plan: 2 incidents, 5 steps; max risk low. Nothing is changed without --apply.",
 		"Incident 1: helm/release-pending on prod-eu-1",
 		`kubectl --context local -n fleet-default patch clusters.fleet.cattle.io c-m-4x7kq2zt --type merge -p '{"spec":{"redeployAgentGeneration":3}}'`,
 		"helm --kube-context prod-eu-1 -n cattle-fleet-system rollback fleet-agent-c-m-4x7kq2zt 3",

@@ -26,6 +26,7 @@ type imagesOptions struct {
 	target  string
 	quiet   bool
 	problem bool
+	outFile string
 	kube    *kubeFlags
 	reg     *registryFlags
 	live    bool
@@ -63,8 +64,9 @@ Works live (the kubeconfig flags, like scan) and on an offline bundle (--from). 
   unstick images --problems
 
   # What the Kubernetes upgrade Plans would pull for v1.31.4+rke2r1, against a plain-HTTP mirror
-  unstick images --context prod --target-version v1.31.4+rke2r1 --insecure-registry mirror.local:5000`,
-		Args: cobra.NoArgs,
+  unstick images --context prod --target-version v1.31.4+rke2r1 \
+      --insecure-registry mirror.local:5000`,
+		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.validate(); err != nil {
@@ -83,6 +85,7 @@ Works live (the kubeconfig flags, like scan) and on an offline bundle (--from). 
 	f.StringVar(&o.target, "target-version", "", "list what Kubernetes upgrade Plans would pull for this version (e.g. v1.31.4+rke2r1)")
 	f.BoolVar(&o.problem, "problems", false, "list only references that are missing, lack a node platform, or could not be verified")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	f.StringVar(&o.outFile, "output-file", "", "write the list to this file instead of stdout")
 	o.reg.addFlags(f)
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(imagesFormats...))
@@ -91,6 +94,9 @@ Works live (the kubeconfig flags, like scan) and on an offline bundle (--from). 
 
 func (o *imagesOptions) validate() error {
 	if err := validateFrom(o.from, o.live); err != nil {
+		return err
+	}
+	if err := validateOutputFile(o.outFile); err != nil {
 		return err
 	}
 	ok := false
@@ -128,13 +134,15 @@ func (o *imagesOptions) run(ctx context.Context) error {
 	for _, e := range append(append([]finding.ScanError{}, in.snap.Errors...), in.registryErrors...) {
 		o.g.log.Warn(e.String())
 	}
-	switch o.output {
-	case "json":
-		return writeImagesJSON(o.s.Out, rows, l.offline())
-	case "csv":
-		return writeImagesCSV(o.s.Out, rows)
-	}
-	return writeImagesTable(o.s.Out, rows, l.offline())
+	return writeOutput(o.outFile, o.s.Out, func(w io.Writer) error {
+		switch o.output {
+		case "json":
+			return writeImagesJSON(w, rows, l.offline())
+		case "csv":
+			return writeImagesCSV(w, rows)
+		}
+		return writeImagesTable(w, rows, l.offline())
+	})
 }
 
 // imagesDocument is the JSON output of `unstick images`.

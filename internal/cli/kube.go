@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 
 	"github.com/unstick-dev/unstick/internal/source"
 )
@@ -41,22 +41,98 @@ func (k *kubeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&k.logLines, "log-lines", 500, "lines of each interesting container log to read")
 }
 
+// connectionFlags are the names of the flags that choose or reach a cluster: every flag
+// cli-runtime registers, and --context/--all-contexts.
+func connectionFlags() map[string]bool {
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	newKubeFlags().cf.AddFlags(fs)
+	names := map[string]bool{"context": true, "all-contexts": true}
+	fs.VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+	return names
+}
+
 // used reports whether any live flag was given.
-func (k *kubeFlags) used(fs *pflag.FlagSet) bool {
-	used := false
+func (k *kubeFlags) used(fs *pflag.FlagSet) bool { return k.usedFlag(fs) != "" }
+
+// usedFlag is the first connection flag given on the command line ("--as"), or "".
+func (k *kubeFlags) usedFlag(fs *pflag.FlagSet) string {
+	conn := connectionFlags()
+	name := ""
 	fs.Visit(func(f *pflag.Flag) {
-		switch f.Name {
-		case "context", "all-contexts", "kubeconfig", "server", "cluster", "user", "token", "as":
-			used = true
+		if name == "" && conn[f.Name] {
+			name = "--" + f.Name
 		}
 	})
-	return used
+	return name
+}
+
+// validate refuses values that have no meaning (a negative count or duration would be
+// taken as "no limit" or make the read give up at once).
+func (k *kubeFlags) validate() error {
+	if k.timeout <= 0 {
+		return usageErrorf("--timeout %s: want a positive duration such as 60s", k.timeout)
+	}
+	if k.concurrency < 1 {
+		return usageErrorf("--concurrency %d: want at least 1", k.concurrency)
+	}
+	if k.logLines < 0 {
+		return usageErrorf("--log-lines %d: want 0 (no logs) or more", k.logLines)
+	}
+	return nil
+}
+
+// forContext is a copy of the connection flags aimed at one context. Every other flag stays
+// as given, so --as, --as-group, --user, --cluster, client certificates, --request-timeout and
+// the rest apply to each context exactly as kubectl applies them to its one.
+func (k *kubeFlags) forContext(name string) *genericclioptions.ConfigFlags {
+	c := k.cf
+	return &genericclioptions.ConfigFlags{
+		CacheDir:             c.CacheDir,
+		KubeConfig:           c.KubeConfig,
+		ClusterName:          c.ClusterName,
+		AuthInfoName:         c.AuthInfoName,
+		Context:              &name,
+		Namespace:            c.Namespace,
+		APIServer:            c.APIServer,
+		TLSServerName:        c.TLSServerName,
+		Insecure:             c.Insecure,
+		CertFile:             c.CertFile,
+		KeyFile:              c.KeyFile,
+		CAFile:               c.CAFile,
+		BearerToken:          c.BearerToken,
+		Impersonate:          c.Impersonate,
+		ImpersonateUID:       c.ImpersonateUID,
+		ImpersonateGroup:     c.ImpersonateGroup,
+		ImpersonateUserExtra: c.ImpersonateUserExtra,
+		Username:             c.Username,
+		Password:             c.Password,
+		Timeout:              c.Timeout,
+		DisableCompression:   c.DisableCompression,
+		ProxyURL:             c.ProxyURL,
+		WrapConfigFn:         c.WrapConfigFn,
+	}
+}
+
+// restConfig is the REST config of one context, built by cli-runtime as kubectl builds it.
+// Without --request-timeout a request is bounded by --timeout, the limit of a whole cluster's
+// read.
+func (k *kubeFlags) restConfig(context string) (*rest.Config, error) {
+	cfg, err := k.forContext(context).ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = k.timeout
+	}
+	return cfg, nil
 }
 
 // targets resolves the contexts to read into REST configs.
 func (k *kubeFlags) targets() ([]source.Target, error) {
-	loader := k.cf.ToRawKubeConfigLoader()
-	raw, err := loader.RawConfig()
+	if err := k.validate(); err != nil {
+		return nil, err
+	}
+	raw, err := k.cf.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig: %w (to scan an offline bundle instead, use --from DIR|FILE.tar.gz)", err)
 	}
@@ -68,7 +144,7 @@ func (k *kubeFlags) targets() ([]source.Target, error) {
 		}
 		sort.Strings(names)
 		if len(names) == 0 {
-			return nil, fmt.Errorf("--all-contexts: the kubeconfig has no contexts")
+			return nil, usageErrorf("--all-contexts: the kubeconfig has no contexts")
 		}
 	case len(k.contexts) > 0:
 		names = k.contexts
@@ -78,22 +154,14 @@ func (k *kubeFlags) targets() ([]source.Target, error) {
 		}
 		names = []string{raw.CurrentContext}
 	}
-	var out []source.Target
 	for _, n := range names {
 		if _, ok := raw.Contexts[n]; !ok && n != "" {
-			return nil, fmt.Errorf("context %q not found in the kubeconfig (it has: %s)", n, contextList(raw.Contexts))
+			return nil, usageErrorf("--context %q: no such context in the kubeconfig (it has: %s)", n, contextList(raw.Contexts))
 		}
-		overrides := &clientcmd.ConfigOverrides{CurrentContext: n}
-		if k.cf.Insecure != nil && *k.cf.Insecure {
-			overrides.ClusterInfo.InsecureSkipTLSVerify = true
-		}
-		if k.cf.BearerToken != nil && *k.cf.BearerToken != "" {
-			overrides.AuthInfo.Token = *k.cf.BearerToken
-		}
-		if k.cf.APIServer != nil && *k.cf.APIServer != "" {
-			overrides.ClusterInfo.Server = *k.cf.APIServer
-		}
-		cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, n, overrides, loader.ConfigAccess()).ClientConfig()
+	}
+	var out []source.Target
+	for _, n := range names {
+		cfg, err := k.restConfig(n)
 		if err != nil {
 			return nil, fmt.Errorf("context %q: %w", n, err)
 		}
@@ -101,7 +169,6 @@ func (k *kubeFlags) targets() ([]source.Target, error) {
 		if name == "" {
 			name = "default"
 		}
-		cfg.Timeout = k.timeout
 		out = append(out, source.Target{Name: name, Server: cfg.Host, Config: cfg})
 	}
 	return out, nil

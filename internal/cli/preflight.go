@@ -23,21 +23,23 @@ type preflightOptions struct {
 	s Streams
 	g *globalOptions
 
-	from   string
-	output string
-	target string
-	quiet  bool
-	judge  judgeFlags
-	kube   *kubeFlags
-	reg    *registryFlags
-	live   bool
+	from       string
+	output     string
+	target     string
+	quiet      bool
+	outputFile string
+	judge      judgeFlags
+	kube       *kubeFlags
+	reg        *registryFlags
+	live       bool
+
 }
 
 func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
 	o := &preflightOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}}
 	cmd := &cobra.Command{
 		Use:   "preflight",
-		Short: "Go/no-go before an upgrade: images, kubectl, CRDs, Helm, agents, capacity, etcd snapshots",
+		Short: "Go/no-go before an upgrade: images, kubectl, CRDs, Helm, agents, headroom, etcd",
 		Long: `Checks, before an upgrade starts, what makes upgrades stick, and says go or no-go:
 
   - every image of every system-upgrade-controller Plan stage, and the controller's kubectl image,
@@ -48,7 +50,8 @@ func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
   - required CRDs exist and their stored versions are still served (crd/);
   - no Helm release is pending or failed (helm/); Fleet agents are current and checking in;
   - at least 20 % allocatable CPU and memory is free (cluster/headroom-low);
-  - an etcd snapshot newer than 24 h exists where Rancher manages RKE2/K3s (cluster/etcd-backup-stale);
+  - an etcd snapshot newer than 24 h exists where Rancher manages RKE2/K3s
+    (cluster/etcd-backup-stale);
   - the agents' configuration (config/).
 
 With --target-version, Kubernetes upgrade Plans (rke2-upgrade, k3s-upgrade) are judged as if moved
@@ -63,17 +66,19 @@ already stuck) blocks as much as a missing image. Blockers are marked "gate" whe
 lists their ID as an upgrade gate (` + "`unstick explain`" + ` shows it), "stuck" otherwise.
 
 Exit codes: 0 go; 3 no-go (a finding at or above --fail-on, or an upgrade image that is
-missing or lacks a node's platform); ` + exitIncompleteHelp + `; 1 unstick failed, or the input
+missing or lacks a node's platform);
+` + exitIncompleteHelp + `; 1 unstick failed, or the input
 held no Kubernetes object; 2 usage error.`,
 		Example: `  # The current kube context
   unstick preflight
 
   # An offline bundle, images checked against a plain-HTTP mirror, before moving to v1.31.4+rke2r1
-  unstick preflight --from bundle/ --insecure-registry mirror.local:5000 --target-version v1.31.4+rke2r1
+  unstick preflight --from bundle/ --insecure-registry mirror.local:5000 \
+      --target-version v1.31.4+rke2r1
 
   # As JSON for a pipeline gate
   unstick preflight --context prod -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.complete(); err != nil {
@@ -91,6 +96,7 @@ held no Kubernetes object; 2 usage error.`,
 	o.judge.addFlags(f, "error", "no-go when a finding is at or above this severity: critical|error|warning|info")
 	f.StringVar(&o.target, "target-version", "", "the Kubernetes version the upgrade moves to (e.g. v1.31.4+rke2r1)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	f.StringVar(&o.outputFile, "output-file", "", "write the verdict to this file instead of stdout (the exit code is the same)")
 	o.reg.addFlags(f)
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(preflightFormats...))
@@ -114,6 +120,9 @@ func (o *preflightOptions) complete() error {
 
 func (o *preflightOptions) validate() error {
 	if err := validateFrom(o.from, o.live); err != nil {
+		return err
+	}
+	if err := validateOutputFile(o.outputFile); err != nil {
 		return err
 	}
 	ok := false
@@ -162,17 +171,16 @@ func (o *preflightOptions) run(ctx context.Context) error {
 	for _, w := range res.Report.Warnings {
 		o.g.log.Warn(w)
 	}
-	switch o.output {
-	case "json":
-		enc := json.NewEncoder(o.s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
+	err = writeOutput(o.outputFile, o.s.Out, func(w io.Writer) error {
+		if o.output == "json" {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
 		}
-	default:
-		if err := writePreflightTable(o.s.Out, res, o.g.displayName); err != nil {
-			return err
-		}
+		return writePreflightTable(w, res, o.g.displayName)
+	})
+	if err != nil {
+		return err
 	}
 	switch res.Verdict {
 	case "go":

@@ -10,8 +10,8 @@ import (
 
 // progress writes a one-line, self-overwriting status to stderr for long work — what is
 // being done, how many of how many, and the rate — and lets log lines through above it.
-// The status is shown only when stderr is a terminal and -q was not given; log lines always
-// pass.
+// The status is shown only when stderr is a terminal that can redraw a line (not TERM=dumb)
+// and -q was not given; log lines always pass.
 type progress struct {
 	mu     sync.Mutex
 	w      io.Writer
@@ -24,7 +24,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, quiet bool) *progress {
-	tty := isTerminal(w)
+	tty := statusTerminal(w)
 	return &progress{w: w, tty: tty, on: !quiet && tty, phases: map[string]time.Time{}, now: time.Now}
 }
 

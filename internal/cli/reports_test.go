@@ -106,8 +106,9 @@ func TestOutputFile(t *testing.T) {
 	if string(b) != direct {
 		t.Errorf("the file differs from stdout output:\n%s", firstDiff(direct, string(b)))
 	}
-	if st, _ := os.Stat(file); st.Mode().Perm() != 0o644 {
-		t.Errorf("mode %v, want 0644", st.Mode().Perm())
+	// The report holds cluster data: only its owner reads it.
+	if st, _ := os.Stat(file); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
@@ -117,10 +118,10 @@ func TestOutputFile(t *testing.T) {
 	if _, _, code := run(t, "scan", "--from", example, "-o", "json", "--output-file", file, "--fail-on", "none"); code != ExitOK {
 		t.Errorf("--fail-on none with --output-file: exit %d", code)
 	}
-	// A directory that does not exist: exit 1, naming it.
+	// A directory that does not exist: a usage error naming it (more in TestOutputFileRefusedBeforeReading).
 	bad := filepath.Join(dir, "no-such-dir", "r.html")
 	_, errOut, code = run(t, "scan", "--from", example, "-o", "html", "--output-file", bad)
-	if code != ExitFailed || !strings.Contains(errOut, "no-such-dir") {
+	if code != ExitUsage || !strings.Contains(errOut, "no-such-dir") {
 		t.Errorf("unwritable --output-file: exit %d, stderr %q", code, errOut)
 	}
 }

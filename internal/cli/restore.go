@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/remediate/execute"
 )
 
@@ -48,12 +48,13 @@ The clusters are found by the kubeconfig context names the fix used (--kubeconfi
   unstick restore ./unstick-fix-20261128T093000Z
 
   # One object
-  unstick restore ./fix-prod-eu-1 --object Secret/cattle-fleet-system/sh.helm.release.v1.fleet-agent-c-m-8k2lq.v4`,
+  unstick restore ./fix-prod-eu-1 \
+      --object Secret/cattle-fleet-system/sh.helm.release.v1.fleet-agent-c-m-8k2lq.v4`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
-				return usageErrorf("%s is not a backup directory written by unstick fix", o.dir)
+			if err := validateBackupDir(o.dir, o.g.displayName); err != nil {
+				return err
 			}
 			if o.output != "table" && o.output != "json" {
 				return usageErrorf("-o %q: want table or json", o.output)
@@ -123,7 +124,7 @@ func (o *restoreOptions) run(ctx context.Context) error {
 		}
 	}
 	if refused > 0 {
-		return fmt.Errorf("%d object(s) not restored (see above)", refused)
+		return fmt.Errorf("%s not restored (see above)", plural.Of(refused, "object"))
 	}
 	return nil
 }

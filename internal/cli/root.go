@@ -13,6 +13,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/unstick-dev/unstick/internal/plural"
 )
 
 // Streams are the program's standard streams.
@@ -49,7 +52,7 @@ type FindingsError struct {
 }
 
 func (e *FindingsError) Error() string {
-	return fmt.Sprintf("%d findings at or above severity %s", e.Count, e.Severity)
+	return fmt.Sprintf("%s at or above severity %s", plural.Of(e.Count, "finding"), e.Severity)
 }
 
 // Run executes unstick with args and returns the exit code.
@@ -139,6 +142,7 @@ It is read-only: nothing in a cluster is changed by scan or explain.`,
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{Err: err} })
+	root.SetUsageFunc(usage)
 	g.addFlags(root.PersistentFlags())
 	_ = root.RegisterFlagCompletionFunc("config", yamlFiles)
 	root.PersistentPreRun = func(*cobra.Command, []string) { g.init() }
@@ -146,6 +150,7 @@ It is read-only: nothing in a cluster is changed by scan or explain.`,
 	root.AddCommand(newImagesCmd(s, g), newPreflightCmd(s, g))
 	root.AddCommand(newFixCmd(s, g), newRestoreCmd(s, g))
 	root.AddCommand(newServeCmd(s, g))
+	strictCompletion(root)
 	if name != "unstick" {
 		asPlugin(root, name)
 	}
@@ -153,13 +158,16 @@ It is read-only: nothing in a cluster is changed by scan or explain.`,
 	return root
 }
 
-// asPlugin makes help read as kubectl users type it: usage lines and examples say
-// "kubectl unstick scan", not "unstick scan".
+// asPlugin makes help read as kubectl users type it: usage lines, examples, descriptions and
+// flag help say "kubectl unstick scan", not "unstick scan".
 func asPlugin(root *cobra.Command, name string) {
 	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.Example = pluginExample.ReplaceAllString(c.Example, "${1}"+name+" ")
+		c.Long = pluginMention.ReplaceAllString(c.Long, "${1}"+name+" ")
+		c.Short = pluginMention.ReplaceAllString(c.Short, "${1}"+name+" ")
+		c.Flags().VisitAll(func(f *pflag.Flag) { f.Usage = pluginMention.ReplaceAllString(f.Usage, "${1}"+name+" ") })
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
@@ -169,3 +177,6 @@ func asPlugin(root *cobra.Command, name string) {
 
 // pluginExample matches "unstick " where a command line starts in an example.
 var pluginExample = regexp.MustCompile(`(?m)^(\s*(?:\$ )?)unstick `)
+
+// pluginMention matches a command quoted in prose: 'unstick explain ID', `unstick restore DIR`.
+var pluginMention = regexp.MustCompile("(['`(]|\\$ )unstick ")

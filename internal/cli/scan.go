@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/check"
 	"github.com/unstick-dev/unstick/internal/judge"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/report"
 )
 
@@ -89,7 +89,7 @@ object at all; 2 usage error (including an --only-cluster that names no cluster 
   unstick scan --from bundle/ -o html --output-file report.html
   unstick scan --from bundle/ -o sarif --output-file unstick.sarif
   unstick scan --from bundle/ -o junit --output-file unstick-junit.xml`,
-		Args: cobra.NoArgs,
+		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.complete(); err != nil {
@@ -108,7 +108,7 @@ object at all; 2 usage error (including an --only-cluster that names no cluster 
 	f.StringArrayVar(&o.only, "only", nil, "report only this finding ID, or a family such as helm/ (repeatable)")
 	f.StringArrayVar(&o.clusters, "only-cluster", nil, "report only findings on or about this cluster (repeatable)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
-	f.StringVar(&o.color, "color", "auto", "colour the table: auto|always|never (auto: when stdout is a terminal and NO_COLOR is unset)")
+	f.StringVar(&o.color, "color", "auto", "colour the table: auto|always|never (auto: on a terminal, unless NO_COLOR is set or TERM=dumb)")
 	f.StringVar(&o.outputFile, "output-file", "", "write the report to this file instead of stdout (the exit code is the same)")
 	o.kube.addFlags(f)
 	o.reg.addFlags(f)
@@ -143,8 +143,11 @@ func (o *scanOptions) validate() error {
 	if err := o.reg.validate(); err != nil {
 		return err
 	}
+	if err := validateOutputFile(o.outputFile); err != nil {
+		return err
+	}
 	if o.from != "" && o.live {
-		return usageErrorf("--from reads an offline bundle; it cannot be combined with --context, --all-contexts or --kubeconfig")
+		return usageErrorf("--from reads an offline bundle; it cannot be combined with the flags that reach a live cluster (--context, --all-contexts, --kubeconfig, --as, --server, --request-timeout, ...)")
 	}
 	if o.from != "" {
 		if _, err := os.Stat(o.from); err != nil {
@@ -217,7 +220,7 @@ func (o *scanOptions) run(ctx context.Context) error {
 	cfg := o.judge.cfg
 	for i, n := range res.Suppressed.Count {
 		s := cfg.Suppress[i]
-		log.Info(fmt.Sprintf("suppressed %d finding(s) of %s by %s:%d (%s, until %s)", n, s.ID, cfg.Path, s.Line, s.Reason, s.ExpiresText))
+		log.Info(fmt.Sprintf("suppressed %s of %s by %s:%d (%s, until %s)", plural.Of(n, "finding"), s.ID, cfg.Path, s.Line, s.Reason, s.ExpiresText))
 	}
 	for _, w := range rep.Warnings {
 		log.Warn(w)
@@ -229,40 +232,20 @@ func (o *scanOptions) run(ctx context.Context) error {
 	return o.judge.verdictError(rep)
 }
 
-// write renders the report to stdout, or to --output-file through a temporary file in the
-// same directory, so a reader never sees half a report.
+// write renders the report to stdout or --output-file (see writeOutput).
 func (o *scanOptions) write(rep *report.Report) error {
 	opts := report.Options{Color: o.useColor(), Width: terminalWidth(o.s.Out), Name: o.g.displayName, Catalog: o.judge.cat, ToolVersion: versionString(), FailOn: o.judge.failSev, Checks: checkInfos()}
 	if o.judge.failSev == 0 {
 		opts.FailOn = report.FailNever
 	}
-	if o.outputFile == "" {
-		if err := report.Render(o.s.Out, rep, o.output, opts); err != nil {
-			return fmt.Errorf("writing the report: %w", err)
-		}
-		return nil
-	}
 	start := time.Now()
-	tmp, err := os.CreateTemp(filepath.Dir(o.outputFile), "."+filepath.Base(o.outputFile)+".*")
+	err := writeOutput(o.outputFile, o.s.Out, func(w io.Writer) error { return report.Render(w, rep, o.output, opts) })
 	if err != nil {
-		return fmt.Errorf("--output-file: %w", err)
+		return fmt.Errorf("writing the report: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if err := report.Render(tmp, rep, o.output, opts); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the report to %s: %w", o.outputFile, err)
+	if o.outputFile != "" {
+		o.g.log.Info("wrote the report", "file", o.outputFile, "format", o.output, "took", time.Since(start))
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("--output-file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing the report to %s: %w", o.outputFile, err)
-	}
-	if err := os.Rename(tmp.Name(), o.outputFile); err != nil {
-		return fmt.Errorf("--output-file: %w", err)
-	}
-	o.g.log.Info("wrote the report", "file", o.outputFile, "format", o.output, "took", time.Since(start))
 	return nil
 }
 
@@ -282,7 +265,7 @@ func (o *scanOptions) useColor() bool {
 	case "never":
 		return false
 	}
-	return os.Getenv("NO_COLOR") == "" && isTerminal(o.s.Out)
+	return colorTerminal(o.s.Out)
 }
 
 func isTerminal(w io.Writer) bool {

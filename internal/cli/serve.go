@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/serve"
 	"github.com/unstick-dev/unstick/internal/source"
 )
@@ -59,8 +60,8 @@ Endpoints on --listen:
 
 Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unstick.
 In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
---cluster-name. Pod logs and registries are not read in this mode: checks that classify logs or probe images
-judge from events, conditions and statuses.
+--cluster-name. Pod logs and registries are not read in this mode: checks that classify logs or
+probe images judge from events, conditions and statuses.
 
 Memory: serve keeps every watched object decoded once, trimmed and with shared strings, and
 runs Go's garbage collector at GOGC=50 unless GOGC is set (set GOMEMLIMIT too in a container;
@@ -104,7 +105,7 @@ func (o *serveOptions) complete() error {
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return usageErrorf("--listen %q: %v", o.listen, err)
 	}
-	return nil
+	return o.kube.validate()
 }
 
 func (o *serveOptions) run(ctx context.Context) error {
@@ -113,7 +114,8 @@ func (o *serveOptions) run(ctx context.Context) error {
 		// In a pod (the Helm chart, the Fleet bundle) there is no kubeconfig: the pod's
 		// ServiceAccount reads its own cluster.
 		cfg, ierr := rest.InClusterConfig()
-		if ierr != nil || o.kubeUsed {
+		var ue *UsageError
+		if ierr != nil || o.kubeUsed || errors.As(err, &ue) {
 			return err
 		}
 		targets = []source.Target{{Name: o.clusterName, Server: cfg.Host, Config: cfg}}
@@ -144,7 +146,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(ln) }()
-	fmt.Fprintf(o.s.ErrOut, "unstick serve: watching %d cluster(s); dashboard on http://%s/\n", len(targets), ln.Addr())
+	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/\n", o.g.displayName, plural.Of(len(targets), "cluster"), ln.Addr())
 	runErr := make(chan error, 1)
 	go func() { runErr <- srv.Run(ctx) }()
 	select {

@@ -103,7 +103,7 @@ func TestTLSVerifiedByDefault(t *testing.T) {
 	if code == ExitOK || len(r.Clusters) > 0 && len(r.Errors) == 0 {
 		t.Errorf("a cluster whose certificate did not verify was read or passed silently: exit %d", code)
 	}
-	_, errOut, code = run(t, "collect", "--kubeconfig", kubeconfig, "-q", "--timeout", "20s", "-o", filepath.Join(t.TempDir(), "b.tar.gz"))
+	_, errOut, code = run(t, "collect", "--kubeconfig", kubeconfig, "-q", "--timeout", "20s", "--to", filepath.Join(t.TempDir(), "b.tar.gz"))
 	if code == ExitOK || !strings.Contains(errOut, "x509: certificate signed by unknown authority") {
 		t.Errorf("collect with a CA that does not match the server: exit %d\n%s", code, errOut)
 	}

@@ -172,7 +172,7 @@ func (l *upgradeLoader) probe(ctx context.Context, in *upgradeInputs, live *sour
 // validateFrom checks --from against the live flags, as scan does.
 func validateFrom(from string, live bool) error {
 	if from != "" && live {
-		return usageErrorf("--from reads an offline bundle; it cannot be combined with --context, --all-contexts or --kubeconfig")
+		return usageErrorf("--from reads an offline bundle; it cannot be combined with the flags that reach a live cluster (--context, --all-contexts, --kubeconfig, --as, --server, --request-timeout, ...)")
 	}
 	if from != "" {
 		if _, err := os.Stat(from); err != nil {

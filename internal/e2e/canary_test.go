@@ -445,7 +445,7 @@ func TestCanarySecretsStaySecret(t *testing.T) {
 
 	// collect: redacts by default and says what; every file of the archive is clean.
 	bundle := filepath.Join(work, "collected.tar.gz")
-	stdout, stderr, code := run(t, "collect", "--kubeconfig", f.kubeconfig, "-o", bundle, "-q")
+	stdout, stderr, code := run(t, "collect", "--kubeconfig", f.kubeconfig, "--to", bundle, "-q")
 	if code != 0 {
 		t.Fatalf("collect exit %d: %s", code, stderr)
 	}

@@ -109,7 +109,7 @@ func TestServeRBACScanRoleIsEnough(t *testing.T) {
 
 	t.Run("collect", func(t *testing.T) {
 		bundle := filepath.Join(t.TempDir(), "sa.tar.gz")
-		if _, errOut, code := run(t, "collect", "--kubeconfig", kubeconfig, "-o", bundle, "-q"); code != 0 {
+		if _, errOut, code := run(t, "collect", "--kubeconfig", kubeconfig, "--to", bundle, "-q"); code != 0 {
 			t.Fatalf("collect as the ServiceAccount: exit %d\n%s", code, errOut)
 		}
 		meta := string(untar(t, bundle)["unstick-bundle.yaml"])

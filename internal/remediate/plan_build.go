@@ -9,6 +9,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -209,7 +210,7 @@ func (pl *planner) observe(ip IncidentPlan, inc finding.Incident, atts []Attempt
 		Cluster:      root.Cluster,
 		Target:       pl.object(root.Cluster, root.Object.APIVersion, root.Object.Kind, root.Object.Namespace, root.Object.Name),
 		Evidence:     ev,
-		Change:       fmt.Sprintf("nothing: save %d object(s), their events and their pods' last logs to the backup directory", len(ev)),
+		Change:       fmt.Sprintf("nothing: save %s, their events and their pods' last logs to the backup directory", plural.Of(len(ev), "object")),
 		Why:          []Reason{reasonOf(root)},
 		Rationale:    rationale,
 		Precondition: "none",

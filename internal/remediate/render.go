@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/plural"
 )
 
 // WriteJSON writes the plan as indented JSON.
@@ -40,9 +42,9 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 	b := &strings.Builder{}
 	steps := len(p.Steps())
 	if applying {
-		fmt.Fprintf(b, "Fix plan: %d incident(s), %d step(s); max risk %s.\n", len(p.Incidents), steps, p.MaxRisk)
+		fmt.Fprintf(b, "Fix plan: %s, %s; max risk %s.\n", plural.Of(len(p.Incidents), "incident"), plural.Of(steps, "step"), p.MaxRisk)
 	} else {
-		fmt.Fprintf(b, "Fix plan: %d incident(s), %d step(s); max risk %s. Nothing is changed without --apply.\n", len(p.Incidents), steps, p.MaxRisk)
+		fmt.Fprintf(b, "Fix plan: %s, %s; max risk %s. Nothing is changed without --apply.\n", plural.Of(len(p.Incidents), "incident"), plural.Of(steps, "step"), p.MaxRisk)
 	}
 	n := 0
 	above := 0
@@ -112,7 +114,7 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 	if !applying && steps > 0 && o.Hint != "" {
 		b.WriteString("\n" + o.Hint + "\n")
 		if above > 0 {
-			fmt.Fprintf(b, "%d step(s) above --max-risk %s are listed but would not run.\n", above, p.MaxRisk)
+			fmt.Fprintf(b, "%s above --max-risk %s listed but would not run.\n", plural.Forms(above, "step is", "steps are"), p.MaxRisk)
 		}
 	}
 	if len(p.Incidents) == 0 && len(p.Manual) == 0 {

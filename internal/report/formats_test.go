@@ -113,7 +113,7 @@ func TestHTMLEscapesFindingText(t *testing.T) {
 func TestHTMLChartCountsIncidents(t *testing.T) {
 	r := reporttest.Fleet(500)
 	out := string(render(t, r, "html", report.Options{}))
-	re := regexp.MustCompile(`<title>[^<]*: (\d+) incident\(s\)</title>`)
+	re := regexp.MustCompile(`<title>[^<]*: (\d+) incidents?</title>`)
 	total := 0
 	for _, m := range re.FindAllStringSubmatch(out, -1) {
 		var n int

@@ -366,8 +366,8 @@ func stuckChart(r *Report) (template.HTML, int) {
 			}
 			y -= h
 			total += n
-			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" class="bar bar-%s"><title>%s, %s: %d incident(s)</title></rect>`,
-				x, y, colW-12, h, sevColor[sev], sev, html.EscapeString(bucket.label), sev, n)
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" class="bar bar-%s"><title>%s, %s: %s</title></rect>`,
+				x, y, colW-12, h, sevColor[sev], sev, html.EscapeString(bucket.label), sev, plural(n, "incident"))
 		}
 		if total > 0 {
 			fmt.Fprintf(&b, `<text x="%d" y="%d" class="count" text-anchor="middle">%d</text>`, x+(colW-12)/2, y-3, total)

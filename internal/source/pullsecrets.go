@@ -47,7 +47,10 @@ func (l *Live) PullSecrets(ctx context.Context, refs []SecretRef) ([][]byte, []f
 			continue
 		}
 		cfg := rest.CopyConfig(t.Config)
-		cfg.Timeout = l.Timeout
+		// --request-timeout, when shorter, bounds each request as it does for the lists.
+		if cfg.Timeout == 0 || cfg.Timeout > l.Timeout {
+			cfg.Timeout = l.Timeout
+		}
 		kube, err := NewKube(cfg)
 		if err != nil {
 			errs = append(errs, finding.ScanError{Cluster: cluster, Message: fmt.Sprintf("reading pull secrets: %v", err)})

@@ -9,6 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/remediate"
 )
 
@@ -49,8 +50,8 @@ func (e *ForbiddenError) Error() string {
 	for _, p := range e.Missing {
 		lines = append(lines, "  "+p.String())
 	}
-	return fmt.Sprintf("the credentials used lack %d permission(s) the plan needs, so nothing was changed (deploy/rbac/fix.yaml grants them):\n%s",
-		len(e.Missing), strings.Join(lines, "\n"))
+	return fmt.Sprintf("the credentials used lack %s the plan needs, so nothing was changed (deploy/rbac/fix.yaml grants them):\n%s",
+		plural.Of(len(e.Missing), "permission"), strings.Join(lines, "\n"))
 }
 
 // needs lists the requests a step makes: reading what it backs up and every write.

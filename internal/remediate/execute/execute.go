@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/remediate"
 )
 
@@ -761,7 +762,7 @@ func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) (
 		}
 	}
 	notes := e.backups.evidence(ctx, cl, st.ID, append(objs, st.Evidence...), false)
-	msg := fmt.Sprintf("  [%d] backup: %d object(s) in %s", e.numbers[st.ID], len(files), e.opts.BackupDir)
+	msg := fmt.Sprintf("  [%d] backup: %s in %s", e.numbers[st.ID], plural.Of(len(files), "object"), e.opts.BackupDir)
 	if kept > 0 {
 		msg += fmt.Sprintf(" (%d kept from an earlier run, not overwritten)", kept)
 	}
@@ -798,7 +799,7 @@ func (e *Executor) observe(ctx context.Context, st remediate.Step) (string, stri
 		}
 		notes = append(notes, e.backups.evidence(ctx, c, st.ID, byCluster[name], true)...)
 	}
-	msg := fmt.Sprintf("saved %d object(s) with their events and logs under %s", len(st.Evidence), filepath.Join(e.opts.BackupDir, evidenceDir, e.opts.Run))
+	msg := fmt.Sprintf("saved %s with their events and logs under %s", plural.Of(len(st.Evidence), "object"), filepath.Join(e.opts.BackupDir, evidenceDir, e.opts.Run))
 	e.say("  [%d] observe: %s", e.numbers[st.ID], msg)
 	for _, n := range notes {
 		e.say("      evidence not saved: %s", n)
