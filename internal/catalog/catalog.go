@@ -46,6 +46,19 @@ type Entry struct {
 	Thresholds  []Threshold `json:"thresholds,omitempty"`
 	Ladder      []Rung      `json:"ladder"`
 	References  []string    `json:"references,omitempty"`
+
+	// Per-ID policy, kept here so that one place says it and tests derive from it.
+
+	// Preflight marks an upgrade gate: preflight lists it in its checklist and judges it even
+	// before anything shows it biting (a configuration risk, a missing image).
+	Preflight bool `json:"preflight,omitempty"`
+	// Gauge names the threshold that hides a young finding of this ID; serve measures every
+	// such finding from its start, with the threshold at its minimum, for an age gauge.
+	Gauge string `json:"gauge,omitempty"`
+	// Autofix says `fix` has automatic steps for an incident whose root cause is this ID.
+	Autofix bool `json:"autofix,omitempty"`
+	// AgentLogs says an agent's own log lines (or its pod's events) can establish this finding.
+	AgentLogs bool `json:"agentLogs,omitempty"`
 }
 
 // Catalog is an immutable set of entries keyed by ID.
@@ -145,6 +158,15 @@ func validate(e *Entry) error {
 			return fmt.Errorf("%s: unknown rung %q", e.ID, r.Rung)
 		}
 	}
+	if e.Gauge != "" {
+		ok := false
+		for _, t := range e.Thresholds {
+			ok = ok || t.Name == e.Gauge
+		}
+		if !ok {
+			return fmt.Errorf("%s: gauge %q is not one of the entry's thresholds", e.ID, e.Gauge)
+		}
+	}
 	return nil
 }
 
@@ -156,6 +178,18 @@ func (c *Catalog) Get(id string) (*Entry, bool) {
 
 // IDs lists every ID, sorted.
 func (c *Catalog) IDs() []string { return append([]string(nil), c.ids...) }
+
+// IDsWhere lists, sorted, the IDs whose entry satisfies keep: how code asks the catalogue
+// which IDs carry a policy attribute (Preflight, Gauge, Autofix, AgentLogs).
+func (c *Catalog) IDsWhere(keep func(*Entry) bool) []string {
+	var out []string
+	for _, id := range c.ids {
+		if keep(c.byID[id]) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
 
 // Steps renders an entry's ladder as the remediation of a finding.
 func (e *Entry) Steps() []finding.Step {

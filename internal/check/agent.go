@@ -22,10 +22,10 @@ func isAgentPod(c *snapshot.Cluster, p *corev1.Pod) bool {
 	return isAgentWorkload(p.Namespace, owner) || (p.Namespace == "cattle-system" && strings.HasPrefix(owner, "cattle-cluster-agent"))
 }
 
-// agentLogIDs are the findings an agent's own log can establish.
-var agentLogIDs = map[string]bool{
-	"agent/crd-missing": true, "agent/config-invalid": true, "agent/tls": true, "agent/rbac-forbidden": true,
-	"agent/api-unreachable": true, "fleet/registration-broken": true, "cluster/clock-skew": true,
+// fromAgentLogs says whether an agent's own log can establish id (the catalogue's agentLogs).
+func fromAgentLogs(ctx *Context, id string) bool {
+	e, ok := ctx.Catalog.Get(id)
+	return ok && e.AgentLogs
 }
 
 // recentWindow is how many lines of a running container's log count as "now", and
@@ -81,6 +81,13 @@ type logHit struct {
 	file  string
 	count int
 	last  bool // the last classified line of a crashed container's log: what it died on
+	skew  bool // a TLS failure the clock explains ("certificate has expired or is not yet valid: current time … is before …")
+}
+
+// skewedTLS reports a clock-skew line that is also a failed TLS verification: x509's "not yet
+// valid" error, which the clock explains and the agent suffers as a TLS failure.
+func skewedTLS(id, line string) bool {
+	return id == "cluster/clock-skew" && strings.Contains(strings.ToLower(line), "certificate has expired or is not yet valid")
 }
 
 // crashing reports a container that keeps dying: restarted at least minRestarts times, or
@@ -107,30 +114,38 @@ func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.C
 	}
 	// note classifies lines; it returns the hit of the last classified line when that line
 	// is among the final deathTail lines (what a crashed container died on), else nil.
-	note := func(lines []string, file string) *logHit {
-		var lastHit *logHit
+	note := func(lines []string, file string) []*logHit {
+		var lastHits []*logHit
 		lastAt := -1
 		for i, line := range lines {
 			m, ok := classify.Classify(line, classify.Log)
-			if !ok || !agentLogIDs[m.ID] {
+			if !ok || !fromAgentLogs(ctx, m.ID) {
 				continue
 			}
-			lastHit, lastAt = hit(m.ID, line, file, 1), i
+			lastHits, lastAt = []*logHit{hit(m.ID, line, file, 1)}, i
+			if skewedTLS(m.ID, line) {
+				// The clock is the cause, the failed TLS verification what the agent suffers:
+				// both are reported, the TLS failure linked under the skew.
+				h := hit("agent/tls", line, file, 1)
+				h.skew = true
+				lastHits = append(lastHits, h)
+			}
 		}
-		if lastHit == nil || len(lines)-1-lastAt > deathTail {
+		if len(lastHits) == 0 || len(lines)-1-lastAt > deathTail {
 			return nil
 		}
-		return lastHit
+		return lastHits
+	}
+	markLast := func(hs []*logHit) {
+		for _, h := range hs {
+			h.last = true
+		}
 	}
 	if l != nil {
 		if crashed {
 			// Each log of a crashed container ends with what it died on.
-			if h := note(l.Previous, l.PreviousFile); h != nil {
-				h.last = true
-			}
-			if h := note(l.Current, l.CurrentFile); h != nil {
-				h.last = true
-			}
+			markLast(note(l.Previous, l.PreviousFile))
+			markLast(note(l.Current, l.CurrentFile))
 		} else {
 			cur := l.Current
 			if len(cur) > recentWindow {
@@ -144,12 +159,16 @@ func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.C
 			if kubeletPodReasons[e.Reason] {
 				continue
 			}
-			if m, ok := classify.Classify(e.Message, classify.Event); ok && agentLogIDs[m.ID] {
+			if m, ok := classify.Classify(e.Message, classify.Event); ok && fromAgentLogs(ctx, m.ID) {
 				n := int(e.Count)
 				if n < 1 {
 					n = 1
 				}
 				hit(m.ID, e.Message, "event "+e.Reason+" of pod "+p.Name, n).last = true
+				if skewedTLS(m.ID, e.Message) {
+					h := hit("agent/tls", e.Message, "event "+e.Reason+" of pod "+p.Name, n)
+					h.last, h.skew = true, true
+				}
 			}
 		}
 	}
@@ -170,8 +189,11 @@ func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.C
 				f.Keys = append(f.Keys, "crd:"+c.Name+"/"+res)
 			}
 		}
-		if id == "cluster/clock-skew" {
+		if id == "cluster/clock-skew" || h.skew {
 			f.Keys = append(f.Keys, "clock:"+c.Name)
+		}
+		if h.skew {
+			f.Summary = fmt.Sprintf("agent pod %s/%s: TLS verification fails because a certificate is not yet valid for this node's clock (see cluster/clock-skew)", p.Namespace, p.Name)
 		}
 		f.Signature = id + "|" + classify.Signature(h.line)
 		out = append(out, f)

@@ -4,8 +4,10 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -95,7 +97,8 @@ func Run(ctx *Context, checks []Check) Result {
 				}
 			}()
 			fs, err := ch.Run(ctx)
-			outs[i] = out{fs, err}
+			fs, stray := keepEmitted(ch, fs)
+			outs[i] = out{fs, errors.Join(err, stray)}
 		}()
 	}
 	wg.Wait()
@@ -113,6 +116,27 @@ func Run(ctx *Context, checks []Check) Result {
 	}
 	SortFindings(res.Findings)
 	return res
+}
+
+// keepEmitted drops the findings whose ID the check does not declare in Emits, and says so:
+// Emits is what the catalogue, the scenario coverage and users' filters rely on, so an
+// undeclared ID is a bug in the check, reported rather than shown.
+func keepEmitted(ch Check, fs []finding.Finding) ([]finding.Finding, error) {
+	var stray []string
+	kept := fs[:0]
+	for _, f := range fs {
+		if slices.Contains(ch.Emits, f.ID) {
+			kept = append(kept, f)
+			continue
+		}
+		if !slices.Contains(stray, f.ID) {
+			stray = append(stray, f.ID)
+		}
+	}
+	if len(stray) == 0 {
+		return kept, nil
+	}
+	return kept, fmt.Errorf("dropped findings %s: not among the IDs check %s declares (%s)", strings.Join(stray, ", "), ch.Name, strings.Join(ch.Emits, ", "))
 }
 
 func firstFrames(stack []byte) string {

@@ -20,13 +20,19 @@ var clockSkew = Check{
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		maxSkew := ctx.Thresholds.Duration("cluster.clockSkewMax")
+		// Clocks are compared with when the objects were read: judging a bundle --now at an
+		// earlier time must not make every heartbeat look stamped in the future.
+		at := ctx.Now
+		if c := ctx.Snap.CollectedAt; c.After(at) {
+			at = c
+		}
 		for _, a := range agentStates(ctx.Snap) {
 			last := a.fc.Status.Agent.LastSeen.Time
-			if last.IsZero() || last.Sub(ctx.Now) <= maxSkew {
+			if last.IsZero() || last.Sub(at) <= maxSkew {
 				continue
 			}
-			f := a.finding(ctx, "cluster/clock-skew", fmt.Sprintf("cluster %s's agent reports check-ins %s in the future: its clock (or the management cluster's) is off", clusterName(ctx.Snap, a.fc), human(last.Sub(ctx.Now))))
-			f.Evidence = []finding.Evidence{ev(sourceOf(a.mgmt, fleetClusterRef(a.fc)), "status.agent.lastSeen=%s, evaluated at %s", last.UTC().Format(time.RFC3339), ctx.Now.UTC().Format(time.RFC3339))}
+			f := a.finding(ctx, "cluster/clock-skew", fmt.Sprintf("cluster %s's agent reports check-ins %s in the future: its clock (or the management cluster's) is off", clusterName(ctx.Snap, a.fc), human(last.Sub(at))))
+			f.Evidence = []finding.Evidence{ev(sourceOf(a.mgmt, fleetClusterRef(a.fc)), "status.agent.lastSeen=%s, evaluated at %s", last.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))}
 			out = append(out, f)
 		}
 		for _, c := range ctx.Snap.Clusters {
@@ -36,12 +42,12 @@ var clockSkew = Check{
 						continue
 					}
 					hb := cond.LastHeartbeatTime.Time
-					if hb.IsZero() || hb.Sub(ctx.Now) <= maxSkew {
+					if hb.IsZero() || hb.Sub(at) <= maxSkew {
 						continue
 					}
 					obj := ref("v1", "Node", "", n.Name)
-					f := ctx.New("cluster/clock-skew", c, obj, fmt.Sprintf("node %s stamps its heartbeat %s in the future: its clock runs ahead", n.Name, human(hb.Sub(ctx.Now))))
-					f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "Ready lastHeartbeatTime=%s, evaluated at %s", hb.UTC().Format(time.RFC3339), ctx.Now.UTC().Format(time.RFC3339))}
+					f := ctx.New("cluster/clock-skew", c, obj, fmt.Sprintf("node %s stamps its heartbeat %s in the future: its clock runs ahead", n.Name, human(hb.Sub(at))))
+					f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "Ready lastHeartbeatTime=%s, evaluated at %s", hb.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))}
 					f.Keys = []string{"node:" + c.Name + "/" + n.Name, "clock:" + c.Name}
 					out = append(out, f)
 				}

@@ -14,7 +14,8 @@ type Filter struct {
 	Clusters []string
 }
 
-func (f Filter) keep(x finding.Finding) bool {
+// Keep reports whether the filter lets x through.
+func (f Filter) Keep(x finding.Finding) bool {
 	if len(f.Only) > 0 {
 		ok := false
 		for _, o := range f.Only {
@@ -45,7 +46,7 @@ func Evaluate(ctx *Context, filter Filter) ([]finding.Incident, []finding.Findin
 	res := Run(ctx, All())
 	kept := res.Findings[:0]
 	for _, f := range res.Findings {
-		if filter.keep(f) {
+		if filter.Keep(f) {
 			kept = append(kept, f)
 		}
 	}

@@ -21,8 +21,9 @@ func All() []Check {
 		workloadRollout,
 		// What agents say in their logs and events.
 		agentLogs,
-		// CRDs and clocks.
+		// CRDs, removed built-in APIs and clocks.
 		crdMissing,
+		apiRemoved,
 		crdVersions,
 		clockSkew,
 		// system-upgrade-controller Plans, their images, Jobs and nodes.

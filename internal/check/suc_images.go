@@ -107,6 +107,7 @@ func judgePlanImages(ctx *Context, c *snapshot.Cluster, p *suc.Plan) []finding.F
 			f.Keys = keys
 			f.Signature = "suc-image-missing|" + u.image
 			out = append(out, f)
+			out = append(out, floatingPlanImage(ctx, c, p, u, facts, probed)...)
 			continue // an image that is not there has no architectures to judge
 		}
 
@@ -157,19 +158,29 @@ func judgePlanImages(ctx *Context, c *snapshot.Cluster, p *suc.Plan) []finding.F
 			out = append(out, f)
 		}
 
-		// A name-only image waiting for its version (a channel not resolved yet) is not floating:
-		// SUC will tag it.
-		if r, err := imageref.Parse(u.image); err == nil && r.Floating() && !(r.NameOnly() && (p.Spec.Channel != "" || p.Spec.Version != "")) {
-			f := ctx.New("suc/image-floating", c, planRef(p), fmt.Sprintf("Plan %s/%s: %s image %s is not pinned (moving tag %q)", p.Namespace, p.Name, stages, u.image, orDash(r.Tag)))
-			f.Evidence = []finding.Evidence{ev(src, "spec.%s.image=%q, status.latestVersion=%q", u.stages[0], u.spec, p.Status.LatestVersion)}
-			if probed && facts.Digest != "" {
-				f.Evidence = append(f.Evidence, ev("registry", "%s currently points to %s: pin it as %s@%s", u.image, facts.Digest, strings.SplitN(u.image, ":", 2)[0], facts.Digest))
-			}
-			f.Keys = []string{PlanKey(c.Name, p.Namespace, p.Name)}
-			out = append(out, f)
-		}
+		out = append(out, floatingPlanImage(ctx, c, p, u, facts, probed)...)
 	}
 	return out
+}
+
+// floatingPlanImage reports a Plan image on a moving tag. It is reported whether or not the
+// image is also missing: a moving tag is often why it vanished (retagged, then the old
+// manifest garbage-collected), and pinning it is part of the fix. It shares the Plan's key, so
+// a missing image's incident carries it as a symptom. A name-only image waiting for its
+// version (a channel not resolved yet) is not floating: SUC will tag it.
+func floatingPlanImage(ctx *Context, c *snapshot.Cluster, p *suc.Plan, u stageUse, facts imageref.Facts, probed bool) []finding.Finding {
+	r, err := imageref.Parse(u.image)
+	if err != nil || !r.Floating() || (r.NameOnly() && (p.Spec.Channel != "" || p.Spec.Version != "")) {
+		return nil
+	}
+	stages := strings.Join(u.stages, " and ")
+	f := ctx.New("suc/image-floating", c, planRef(p), fmt.Sprintf("Plan %s/%s: %s image %s is not pinned (moving tag %q)", p.Namespace, p.Name, stages, u.image, orDash(r.Tag)))
+	f.Evidence = []finding.Evidence{ev(sourceOf(c, planRef(p)), "spec.%s.image=%q, status.latestVersion=%q", u.stages[0], u.spec, p.Status.LatestVersion)}
+	if probed && facts.Digest != "" {
+		f.Evidence = append(f.Evidence, ev("registry", "%s currently points to %s: pin it as %s@%s", u.image, facts.Digest, strings.SplitN(u.image, ":", 2)[0], facts.Digest))
+	}
+	f.Keys = []string{PlanKey(c.Name, p.Namespace, p.Name)}
+	return []finding.Finding{f}
 }
 
 func appendUnique(xs []string, x string) []string {

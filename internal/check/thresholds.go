@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unstick-dev/unstick/internal/catalog"
@@ -16,6 +17,40 @@ import (
 type Thresholds struct {
 	values map[string]string
 	docs   map[string]catalog.Threshold
+	read   *readLog // nil unless Tracked made this copy
+}
+
+// readLog records which thresholds were read, for the test that holds each check to the
+// thresholds its catalogue entries document.
+type readLog struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+// Tracked returns a copy of t that records every threshold read through it, and a function
+// listing those names, sorted.
+func (t *Thresholds) Tracked() (*Thresholds, func() []string) {
+	c := *t
+	c.read = &readLog{names: map[string]bool{}}
+	return &c, func() []string {
+		c.read.mu.Lock()
+		defer c.read.mu.Unlock()
+		out := make([]string, 0, len(c.read.names))
+		for n := range c.read.names {
+			out = append(out, n)
+		}
+		sort.Strings(out)
+		return out
+	}
+}
+
+func (t *Thresholds) noteRead(name string) {
+	if t.read == nil {
+		return
+	}
+	t.read.mu.Lock()
+	t.read.names[name] = true
+	t.read.mu.Unlock()
 }
 
 // NewThresholds collects every threshold the catalogue documents, at its default.
@@ -67,6 +102,7 @@ func (t *Thresholds) Value(name string) string { return t.values[name] }
 
 // Duration reads a duration threshold; an unknown name is a programming error.
 func (t *Thresholds) Duration(name string) time.Duration {
+	t.noteRead(name)
 	v, ok := t.values[name]
 	if !ok {
 		panic("threshold " + name + " is not documented in the catalogue")
@@ -80,6 +116,7 @@ func (t *Thresholds) Duration(name string) time.Duration {
 
 // Float reads a numeric threshold; an unknown name is a programming error.
 func (t *Thresholds) Float(name string) float64 {
+	t.noteRead(name)
 	v, ok := t.values[name]
 	if !ok {
 		panic("threshold " + name + " is not documented in the catalogue")

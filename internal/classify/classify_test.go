@@ -11,7 +11,7 @@ import (
 var knownIDs = map[string]bool{
 	"helm/release-pending": true, "helm/no-deployed-release": true, "helm/release-failed": true,
 	"fleet/content-missing": true, "fleet/registration-broken": true,
-	"agent/crd-missing": true, "agent/config-invalid": true, "agent/tls": true,
+	"agent/crd-missing": true, "agent/config-invalid": true, "agent/tls": true, "api/removed": true,
 	"agent/rbac-forbidden": true, "agent/api-unreachable": true,
 	"cluster/clock-skew":   true,
 	"image/pull-not-found": true, "image/pull-auth": true, "image/pull-network": true, "image/arch-mismatch": true,
@@ -82,6 +82,34 @@ var positives = []tc{
 		"agent/crd-missing"},
 	{"helm mapping error beats UPGRADE FAILED", Status,
 		"Error: UPGRADE FAILED: unable to build kubernetes objects from new release manifest: resource mapping not found for name: \"fleet-agent\" namespace: \"cattle-fleet-system\" from \"\": no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"\nensure CRDs are installed first",
+		"agent/crd-missing"},
+
+	// ---- workload/admission-denied: PodSecurityPolicy, whose reasons say "Invalid value"
+	{"PSP refuses an SUC Job's pod", Event,
+		`Error creating: pods "apply-system-agent-upgrader-on-rke-dev-wkr-08-with-61f21c-6b500-" is forbidden: PodSecurityPolicy: unable to admit pod: [spec.securityContext.hostNetwork: Invalid value: true: Host network is not allowed to be used spec.securityContext.hostPID: Invalid value: true: Host PID is not allowed to be used]`,
+		"workload/admission-denied"},
+	{"old PSP admission", Event,
+		`Error creating: pods "test-85d54fb5fc-" is forbidden: unable to validate against any pod security policy: []`,
+		"workload/admission-denied"},
+
+	// ---- api/removed: the same wrappers around a group/version of Kubernetes itself
+	{"Fleet BD: FlowSchema v1beta3 after 1.32", Status,
+		"error validating \"\": error validating data: unable to build kubernetes objects from current release manifest: resource mapping not found for name: \"rancher-flowschema\" namespace: \"\" from \"\": no matches for kind \"FlowSchema\" in version \"flowcontrol.apiserver.k8s.io/v1beta3\"\nensure CRDs are installed first",
+		"api/removed"},
+	{"helm upgrade: removed kubernetes api(s)", Status,
+		`Error: UPGRADE FAILED: current release manifest contains removed kubernetes api(s) for this kubernetes version and it is therefore unable to build the kubernetes objects for performing the diff. error from kubernetes: unable to recognize "": no matches for kind "PodSecurityPolicy" in version "policy/v1beta1"`,
+		"api/removed"},
+	{"core group version (no slash)", Status,
+		`unable to build kubernetes objects from current release manifest: resource mapping not found for name: "x" namespace: "" from "": no matches for kind "Binding" in version "v1beta1"`,
+		"api/removed"},
+	{"agent log relaying it (klog escaped)", Log,
+		`E1201 10:02:11.000000       1 controller.go:316] "Reconciler error" err="failed deploying bundle: unable to build kubernetes objects from current release manifest: resource mapping not found for name: \"psp\" namespace: \"\" from \"\": no matches for kind \"PodSecurityPolicy\" in version \"policy/v1beta1\"\nensure CRDs are installed first"`,
+		"api/removed"},
+	{"look-alike: CRD group ending in .k8s.io stays a CRD", Status,
+		`resource mapping not found for name: "daily" namespace: "" from "": no matches for kind "VolumeSnapshotClass" in version "snapshot.storage.k8s.io/v1beta1"` + "\nensure CRDs are installed first",
+		"agent/crd-missing"},
+	{"look-alike: gateway API CRD", Status,
+		`no matches for kind "HTTPRoute" in version "gateway.networking.k8s.io/v1"`,
 		"agent/crd-missing"},
 
 	// ---- agent/config-invalid
@@ -666,5 +694,25 @@ func BenchmarkSignature(b *testing.B) {
 	s := positives[0].text
 	for i := 0; i < b.N; i++ {
 		_ = Signature(s)
+	}
+}
+
+func TestRemovedAPI(t *testing.T) {
+	for _, c := range []struct{ text, kind, gv, in string }{
+		{`no matches for kind "FlowSchema" in version "flowcontrol.apiserver.k8s.io/v1beta3"`, "FlowSchema", "flowcontrol.apiserver.k8s.io/v1beta3", "1.32"},
+		{`no matches for kind \"CronJob\" in version \"batch/v1beta1\"`, "CronJob", "batch/v1beta1", "1.25"},
+		{`no matches for kind "Ingress" in version "extensions/v1beta1"`, "Ingress", "extensions/v1beta1", "1.22"},
+		{`no matches for kind "ServiceMonitor" in version "monitoring.coreos.com/v1"`, "", "", ""},
+		{`no matches for kind "VolumeSnapshot" in version "snapshot.storage.k8s.io/v1beta1"`, "", "", ""},
+	} {
+		kind, gv, ok := RemovedAPI(c.text)
+		if kind != c.kind || gv != c.gv || ok != (c.kind != "") {
+			t.Errorf("RemovedAPI(%q) = %q, %q, %t; want %q, %q", c.text, kind, gv, ok, c.kind, c.gv)
+		}
+		if ok {
+			if in := RemovedIn(kind, gv); in != c.in {
+				t.Errorf("RemovedIn(%s, %s) = %q, want %q", kind, gv, in, c.in)
+			}
+		}
 	}
 }

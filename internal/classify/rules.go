@@ -24,7 +24,11 @@ package classify
 //  7. agent/tls        x509/TLS failures (after clock-skew, after pull/webhook contexts).
 //  8. agent/rbac-forbidden  the apiserver authorizer's `forbidden: User "..." cannot ...`.
 //  9. fleet/registration-broken (credentials)  401s: the agent's token was revoked or replaced.
-// 10. agent/crd-missing  NoKindMatchError, 404 on a resource type, "ensure CRDs are installed".
+// 10. api/removed     NoKindMatchError for a group/version of Kubernetes itself (policy/v1beta1,
+//                      flowcontrol.apiserver.k8s.io/v1beta3, ...): a Kubernetes upgrade removed
+//                      it, and the manifest that uses it must change; Helm's "removed kubernetes
+//                      api(s)" sentence. Before the CRD rules, which match the same wrapper.
+//     agent/crd-missing  NoKindMatchError, 404 on a resource type, "ensure CRDs are installed".
 // 11. agent/api-unreachable  dial/DNS/timeout errors of the Go net stack and 503s.
 // 12. fleet/registration-broken (wrappers)  Fleet's registration messages; they wrap one of the
 //                      causes above when there is one, so they come after them.
@@ -188,6 +192,10 @@ func rules() []Rule {
 			Source: "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr (\"admission webhook %q denied the request\")"},
 		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"failed calling webhook"},
 			Source: "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/util/webhook/error.go ErrCallingWebhook (\"failed calling webhook %q: %v\"), surfaced as \"Internal error occurred: failed calling webhook ...\""},
+		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"podsecuritypolicy: unable to admit pod"},
+			Source: "kubernetes/kubernetes plugin/pkg/admission/security/podsecuritypolicy/admission.go (v1.x-1.24: admission.NewForbidden(a, fmt.Errorf(\"PodSecurityPolicy: unable to admit pod: %v\", ...)))"},
+		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"unable to validate against any pod security policy"},
+			Source: "kubernetes/kubernetes plugin/pkg/admission/security/podsecuritypolicy/admission.go (up to v1.16: \"unable to validate against any pod security policy: %v\")"},
 		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"violates podsecurity"},
 			Source: "kubernetes/kubernetes staging/src/k8s.io/pod-security-admission/admission/admission.go (\"violates PodSecurity %q: %s\")"},
 		Rule{ID: "workload/quota-exceeded", Scopes: Any, All: []string{"exceeded quota:"},
@@ -256,6 +264,15 @@ func rules() []Rule {
 			Source: "rancher/fleet v0.16 internal/cmd/controller/agentmanagement/controllers/clusterregistration/controller.go (\"non-matching ClientID on cluster %s/%s got %s expected %s\")"},
 		Rule{ID: "fleet/registration-broken", Scopes: Any, All: []string{"failed to authorize cluster, cannot get service account token"},
 			Source: "rancher/fleet v0.16 internal/cmd/controller/agentmanagement/controllers/clusterregistration/controller.go"},
+	)
+
+	// ---- 10a. built-in APIs a Kubernetes upgrade removed: the bundle's content, not a CRD -------
+	add(
+		Rule{ID: "api/removed", Scopes: Any, All: []string{"no matches for kind"},
+			Regexp: `no matches for kind "[^"]*" in version ` + builtinVersionRe(),
+			Source: "kubernetes/apimachinery pkg/api/meta/errors.go NoKindMatchError.Error (\"no matches for kind %q in version %q\") for a group/version of k8s.io/api, relayed by helm pkg/kube (\"resource mapping not found for name ... ensure CRDs are installed first\") and \"unable to build kubernetes objects from current release manifest\""},
+		Rule{ID: "api/removed", Scopes: Any, All: []string{"current release manifest contains removed kubernetes api(s)"},
+			Source: srcHelmAction + "/upgrade.go performUpgrade (\"current release manifest contains removed kubernetes api(s) for this kubernetes version and it is therefore unable to build the kubernetes objects for performing the diff. error from kubernetes: %s\")"},
 	)
 
 	// ---- 10. CRDs ------------------------------------------------------------------------------

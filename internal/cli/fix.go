@@ -12,13 +12,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
-	"github.com/unstick-dev/unstick/internal/catalog"
-	"github.com/unstick-dev/unstick/internal/check"
-	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/imageref"
+	"github.com/unstick-dev/unstick/internal/judge"
 	"github.com/unstick-dev/unstick/internal/registry"
 	"github.com/unstick-dev/unstick/internal/remediate"
 	"github.com/unstick-dev/unstick/internal/remediate/execute"
+	"github.com/unstick-dev/unstick/internal/report"
 )
 
 var fixFormats = []string{"table", "json"}
@@ -28,9 +27,7 @@ type fixOptions struct {
 	g *globalOptions
 
 	from          string
-	now           string
 	output        string
-	thresholds    []string
 	only          []string
 	clusters      []string
 	images        []string
@@ -40,22 +37,18 @@ type fixOptions struct {
 	backupDir     string
 	verifyTimeout time.Duration
 	quiet         bool
-	catalog       string
+	judge         judgeFlags
 	kube          *kubeFlags
 	reg           *registryFlags
 	live          bool
 
 	// completed
-	nowTime time.Time
 	risk    remediate.Risk
 	choices []remediate.ImageChoice
-	cat     *catalog.Catalog
-	th      *check.Thresholds
-	cfg     *config.Config
 }
 
 func newFixCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &fixOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}}
+	o := &fixOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}, judge: judgeFlags{noFailOn: true}}
 	cmd := &cobra.Command{
 		Use:   "fix",
 		Short: "Plan, and with --apply carry out, the least risky fix for each stuck upgrade",
@@ -93,9 +86,10 @@ Helm release records are written with Helm's own storage driver; backups of rele
 keep their payload (files 0600 in directories 0700) so restore is exact, and payloads are never
 printed. --image references are checked against their registry even with --offline-registry.
 
-Exit codes: 0 nothing to fix or every incident fixed, 3 something remains (blocked, above
---max-risk, declined or not verified), 1 unstick failed or an object changed since planning,
-2 usage error.`,
+Exit codes: 0 nothing to fix (everything was read) or every incident fixed; 3 incidents remain
+(a plan printed without --apply, or steps blocked, above --max-risk, declined or not verified);
+4 nothing to fix was found but part of the input could not be read; 1 unstick failed, an
+object changed since planning, or the input held no Kubernetes object; 2 usage error.`,
 		Example: `  # The plan for the current context; nothing is changed
   unstick fix
 
@@ -124,9 +118,8 @@ Exit codes: 0 nothing to fix or every incident fixed, 3 something remains (block
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "", "plan from an offline bundle (a directory or .tar.gz) instead of live clusters; cannot --apply")
-	f.StringVar(&o.now, "now", "", "judge as of this RFC 3339 time (default: now, or the bundle's collection time)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(fixFormats, "|"))
-	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable)")
+	o.judge.addFlags(f, "", "")
 	f.StringArrayVar(&o.only, "only", nil, "fix only incidents with this finding ID, or a family such as helm/ (repeatable)")
 	f.StringArrayVar(&o.clusters, "only-cluster", nil, "fix only incidents on or about this cluster (repeatable)")
 	f.StringArrayVar(&o.images, "image", nil, "image for a Plan realign step, [[NAMESPACE/]PLAN:]STAGE=IMAGE with STAGE upgrade or prepare (repeatable; checked against its registry)")
@@ -136,7 +129,6 @@ Exit codes: 0 nothing to fix or every incident fixed, 3 something remains (block
 	f.StringVar(&o.backupDir, "backup-dir", "", "where --apply keeps backups, evidence and its journal (default ./unstick-fix-<time>; reuse it to resume)")
 	f.DurationVar(&o.verifyTimeout, "verify-timeout", 2*time.Minute, "how long a step waits for the state to move before it counts as not verified")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
-	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in ones (their ladders decide which steps are offered)")
 	o.reg.addFlags(f)
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(fixFormats...))
@@ -148,11 +140,6 @@ Exit codes: 0 nothing to fix or every incident fixed, 3 something remains (block
 
 func (o *fixOptions) complete() error {
 	var err error
-	if o.now != "" {
-		if o.nowTime, err = time.Parse(time.RFC3339, o.now); err != nil {
-			return usageErrorf("--now %q is not an RFC 3339 time such as 2026-11-28T09:30:00Z", o.now)
-		}
-	}
 	if o.risk, err = remediate.ParseRisk(o.maxRisk); err != nil || o.risk == remediate.None {
 		return usageErrorf("--max-risk %q: want low, medium or high", o.maxRisk)
 	}
@@ -163,16 +150,7 @@ func (o *fixOptions) complete() error {
 		}
 		o.choices = append(o.choices, ch)
 	}
-	if o.cat, err = catalog.LoadWithOverrides(o.catalog); err != nil {
-		return usageErrorf("--catalog: %v", err)
-	}
-	if o.cfg, err = o.g.config(); err != nil {
-		return err
-	}
-	if o.cat, o.th, err = o.g.applyConfig(o.cfg, o.cat); err != nil {
-		return err
-	}
-	return setThresholds(o.th, o.thresholds, "helm.pendingAfter=5m")
+	return o.judge.complete(o.g, "helm.pendingAfter=5m")
 }
 
 func (o *fixOptions) validate() error {
@@ -196,7 +174,7 @@ func (o *fixOptions) validate() error {
 		return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(fixFormats, ", "))
 	}
 	for _, id := range o.only {
-		if err := knownID(o.cat, id); err != nil {
+		if err := knownID(o.judge.cat, id); err != nil {
 			return usageErrorf("--only: %v", err)
 		}
 	}
@@ -206,27 +184,41 @@ func (o *fixOptions) validate() error {
 	return o.reg.validate()
 }
 
-// plan reads the clusters (or bundle), judges them and plans the fixes.
-func (o *fixOptions) plan(ctx context.Context) (*remediate.Plan, error) {
-	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: o.reg, cfg: o.cfg, quiet: o.quiet}
+// plan reads the clusters (or bundle), judges them and plans the fixes. The report says
+// whether the input was read whole.
+func (o *fixOptions) plan(ctx context.Context) (*remediate.Plan, *report.Report, error) {
+	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: o.reg, cfg: o.judge.cfg, quiet: o.quiet}
 	in, err := l.load(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	now := o.nowTime
-	if now.IsZero() {
-		now = in.snap.CollectedAt
+	if err := requireData(in.snap, l.inputName()); err != nil {
+		return nil, nil, err
 	}
-	if now.IsZero() {
-		now = time.Now()
+	if err := checkFilters(in.snap, o.clusters); err != nil {
+		return nil, nil, err
 	}
-	cctx := &check.Context{Snap: in.snap, Now: now, Thresholds: o.th, Catalog: o.cat, Images: in.facts}
-	incidents, fs, _ := check.Evaluate(cctx, check.Filter{})
-	o.cfg.OverrideSeverities(incidents, fs)
-	incidents, _, _ = o.cfg.Apply(o.g.clock(), incidents, fs)
-	return remediate.Build(remediate.Input{Snap: in.snap, Incidents: incidents, Options: remediate.Options{
+	opts := o.judge.options(o.g)
+	opts.Images, opts.Errors = in.facts, in.registryErrors
+	rep := judge.Judge(in.snap, opts).Report
+	for _, w := range rep.Warnings {
+		o.g.log.Warn(w)
+	}
+	return remediate.Build(remediate.Input{Snap: in.snap, Incidents: rep.Incidents, Options: remediate.Options{
 		MaxRisk: o.risk, Only: o.only, Clusters: o.clusters, Images: o.choices, ImageFacts: o.imageFacts(ctx),
-	}}), nil
+	}}), rep, nil
+}
+
+// planExit is the exit of a printed plan: 3 while incidents remain, 4 when none was found
+// in an input that was not read whole.
+func (o *fixOptions) planExit(p *remediate.Plan, rep *report.Report) error {
+	if n := len(p.Incidents) + len(p.Manual); n > 0 {
+		return &FindingsError{Count: n, Severity: "open"}
+	}
+	if rep.Verdict == report.VerdictIncomplete && !o.judge.allowIncomplete {
+		return &IncompleteError{Gaps: rep.Gaps()}
+	}
+	return nil
 }
 
 // imageFacts asks the registries about the --image references: a Plan is only patched to
@@ -238,8 +230,8 @@ func (o *fixOptions) imageFacts(ctx context.Context) map[string]imageref.Facts {
 	}
 	opts := registry.Options{Timeout: o.reg.timeout, Concurrency: o.reg.concurrency, UserAgent: "unstick/" + versionString()}
 	opts.Insecure = append(opts.Insecure, o.reg.insecure...)
-	if o.cfg != nil {
-		opts.Insecure = append(opts.Insecure, o.cfg.Registry.Insecure...)
+	if o.judge.cfg != nil {
+		opts.Insecure = append(opts.Insecure, o.judge.cfg.Registry.Insecure...)
 	}
 	var refs []string
 	for _, ch := range o.choices {
@@ -250,14 +242,19 @@ func (o *fixOptions) imageFacts(ctx context.Context) map[string]imageref.Facts {
 
 func (o *fixOptions) run(ctx context.Context) error {
 	if !o.apply {
-		plan, err := o.plan(ctx)
+		plan, rep, err := o.plan(ctx)
 		if err != nil {
 			return err
 		}
 		if o.output == "json" {
-			return remediate.WriteJSON(o.s.Out, plan)
+			err = remediate.WriteJSON(o.s.Out, plan)
+		} else {
+			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Hint: o.applyHint()})
 		}
-		return remediate.WriteTable(o.s.Out, plan, false)
+		if err != nil {
+			return err
+		}
+		return o.planExit(plan, rep)
 	}
 	runID := time.Now().UTC().Format("20060102T150405.000Z")
 	dir := o.backupDir
@@ -292,18 +289,23 @@ func (o *fixOptions) run(ctx context.Context) error {
 			return fmt.Errorf("finishing the interrupted run: %w (journal in %s)", err, dir)
 		}
 	}
-	plan, err := o.plan(ctx)
+	plan, rep, err := o.plan(ctx)
 	if err != nil {
 		return err
 	}
 	if len(plan.Steps()) == 0 {
 		if o.output == "json" {
-			return writeFixJSON(o.s.Out, plan, resumed, nil, nil)
+			err = writeFixJSON(o.s.Out, plan, resumed, nil, nil)
+		} else {
+			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true})
 		}
-		return remediate.WriteTable(o.s.Out, plan, true)
+		if err != nil {
+			return err
+		}
+		return o.planExit(plan, rep)
 	}
 	if o.output != "json" {
-		if err := remediate.WriteTable(o.s.Out, plan, true); err != nil {
+		if err := remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true}); err != nil {
 			return err
 		}
 	}
@@ -315,11 +317,11 @@ func (o *fixOptions) run(ctx context.Context) error {
 	var replanned *remediate.Plan
 	if execute.IsConflict(err) {
 		// Never overwrite: read the clusters again and show what the plan is now.
-		if p, perr := o.plan(ctx); perr == nil {
+		if p, _, perr := o.plan(ctx); perr == nil {
 			replanned = p
 			if o.output != "json" {
 				fmt.Fprintln(o.s.Out, "\nThe plan made again from the clusters as they are now:")
-				_ = remediate.WriteTable(o.s.Out, p, false)
+				_ = remediate.WriteTable(o.s.Out, p, remediate.TableOptions{Hint: o.applyHint()})
 			}
 		}
 	}
@@ -328,7 +330,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 			return werr
 		}
 	} else if res != nil {
-		writeFixSummary(o.s.Out, res, dir)
+		writeFixSummary(o.s.Out, res, dir, o.g.displayName)
 	}
 	if err != nil {
 		if execute.IsConflict(err) {
@@ -346,8 +348,18 @@ func (o *fixOptions) run(ctx context.Context) error {
 	return nil
 }
 
-func writeFixSummary(w io.Writer, res *execute.Result, dir string) {
-	fmt.Fprintf(w, "\nDone: %d incident(s) fixed, %d open.\n", res.Fixed, res.Open)
+// applyHint is the plan's closing line: how to carry it out, fitted to the input (a plan from
+// --from cannot be applied; the live clusters it came from can).
+func (o *fixOptions) applyHint() string {
+	name := o.g.displayName
+	if !o.live {
+		return fmt.Sprintf("This plan was made from the bundle %s and cannot be applied from it. To carry it out, run it against the live clusters: %s fix --context CONTEXT [--context ...] --apply (every step asks first, backs up what it touches, dry-runs, writes with a resourceVersion precondition and verifies).", o.from, name)
+	}
+	return "Run again with --apply to execute: every step asks first (--yes does not), backs up what it touches, dry-runs, writes with a resourceVersion precondition and verifies."
+}
+
+func writeFixSummary(w io.Writer, res *execute.Result, dir, name string) {
+	fmt.Fprintf(w, "\nDone: %s fixed, %d open.\n", report.Plural(res.Fixed, "incident", "incidents"), res.Open)
 	var remaining []execute.Outcome
 	for _, oc := range res.Outcomes {
 		switch oc.Status {
@@ -362,7 +374,7 @@ func writeFixSummary(w io.Writer, res *execute.Result, dir string) {
 			fmt.Fprintf(w, "  [%d] %s %s on %s: %s — %s\n", oc.Number, oc.Step.Rung, oc.Step.Target.Ref(), oc.Step.Cluster, oc.Status, oc.Message)
 		}
 	}
-	fmt.Fprintf(w, "Backups, evidence and journal: %s (undo with: unstick restore %s)\n", dir, dir)
+	fmt.Fprintf(w, "Backups, evidence and journal: %s (undo with: %s restore %s)\n", dir, name, dir)
 }
 
 func writeFixJSON(w io.Writer, plan *remediate.Plan, res *execute.Result, replanned *remediate.Plan, err error) error {

@@ -112,6 +112,9 @@ func (o *imagesOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := requireData(in.snap, l.inputName()); err != nil {
+		return err
+	}
 	rows := imageRows(in)
 	if o.problem {
 		kept := rows[:0]

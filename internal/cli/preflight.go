@@ -7,26 +7,15 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
-	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/judge"
 	"github.com/unstick-dev/unstick/internal/report"
 )
-
-// preflightIDs are the preventive checks of SPEC §2 `preflight`: upgrade images present,
-// multi-arch enough and pinned, kubectl fit for the drains, CRDs present and served, Helm
-// releases settled, agents current and checking in, capacity, etcd snapshots, agent
-// configuration — and anything already failing in the SUC and image families.
-var preflightIDs = []string{
-	"suc/", "image/", "crd/", "helm/", "config/",
-	"fleet/agent-upgrade-stuck", "fleet/agent-heartbeat-stale", "fleet/agent-version-skew",
-	"cluster/headroom-low", "cluster/etcd-backup-stale", "cluster/clock-skew",
-}
 
 var preflightFormats = []string{"table", "json"}
 
@@ -34,22 +23,14 @@ type preflightOptions struct {
 	s Streams
 	g *globalOptions
 
-	from       string
-	now        string
-	output     string
-	failOn     string
-	target     string
-	thresholds []string
-	quiet      bool
-	kube       *kubeFlags
-	reg        *registryFlags
-	live       bool
-
-	nowTime time.Time
-	failSev finding.Severity
-	cat     *catalog.Catalog
-	th      *check.Thresholds
-	cfg     *config.Config
+	from   string
+	output string
+	target string
+	quiet  bool
+	judge  judgeFlags
+	kube   *kubeFlags
+	reg    *registryFlags
+	live   bool
 }
 
 func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -77,8 +58,13 @@ Images are checked against their registries (HEAD requests, no layer downloads) 
 config credentials and, live, the workloads' imagePullSecrets; --offline-registry judges them by
 events and logs only.
 
-Exit codes: 0 go, 3 no-go (a finding at or above --fail-on, or an upgrade image that is missing
-or lacks a node's platform), 1 unstick failed, 2 usage error.`,
+Every finding scan reports is judged: a critical or error incident scan shows (an upgrade
+already stuck) blocks as much as a missing image. Blockers are marked "gate" when the catalogue
+lists their ID as an upgrade gate (` + "`unstick explain`" + ` shows it), "stuck" otherwise.
+
+Exit codes: 0 go; 3 no-go (a finding at or above --fail-on, or an upgrade image that is
+missing or lacks a node's platform); ` + exitIncompleteHelp + `; 1 unstick failed, or the input
+held no Kubernetes object; 2 usage error.`,
 		Example: `  # The current kube context
   unstick preflight
 
@@ -101,11 +87,9 @@ or lacks a node's platform), 1 unstick failed, 2 usage error.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "", "offline bundle to read: a directory or a .tar.gz/.tgz file")
-	f.StringVar(&o.now, "now", "", "judge as of this RFC 3339 time (default: the bundle's collection time)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(preflightFormats, "|"))
-	f.StringVar(&o.failOn, "fail-on", "error", "no-go when a finding is at or above this severity: critical|error|warning|info")
+	o.judge.addFlags(f, "error", "no-go when a finding is at or above this severity: critical|error|warning|info")
 	f.StringVar(&o.target, "target-version", "", "the Kubernetes version the upgrade moves to (e.g. v1.31.4+rke2r1)")
-	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	o.reg.addFlags(f)
 	o.kube.addFlags(f)
@@ -119,25 +103,13 @@ var targetRE = regexp.MustCompile(`^v?1\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?$`)
 func validTarget(v string) bool { return targetRE.MatchString(v) }
 
 func (o *preflightOptions) complete() error {
-	var err error
-	if o.now != "" {
-		if o.nowTime, err = time.Parse(time.RFC3339, o.now); err != nil {
-			return usageErrorf("--now %q is not an RFC 3339 time such as 2026-11-28T09:30:00Z", o.now)
-		}
-	}
-	if o.failSev, err = finding.ParseSeverity(o.failOn); err != nil {
-		return usageErrorf("--fail-on: %v", err)
-	}
-	if o.cat, err = catalog.Load(); err != nil {
+	if err := o.judge.complete(o.g, "suc.planStuckAfter=30m"); err != nil {
 		return err
 	}
-	if o.cfg, err = o.g.config(); err != nil {
-		return err
+	if o.judge.failSev == 0 {
+		return usageErrorf("--fail-on none: a preflight always has a gate; want critical, error, warning or info")
 	}
-	if o.cat, o.th, err = o.g.applyConfig(o.cfg, o.cat); err != nil {
-		return err
-	}
-	return setThresholds(o.th, o.thresholds, "suc.planStuckAfter=30m")
+	return nil
 }
 
 func (o *preflightOptions) validate() error {
@@ -164,7 +136,7 @@ type preflightResult struct {
 	FailOn        string            `json:"failOn"`
 	TargetVersion string            `json:"targetVersion,omitempty"`
 	Registry      string            `json:"registry"` // "checked" or "offline"
-	Blocking      []finding.Finding `json:"blocking"`
+	Blocking      []blocker         `json:"blocking"`
 	Warnings      []finding.Finding `json:"warnings"`
 	// BlockingImages are upgrade images that are missing or lack a node platform, whether or
 	// not a finding names them (an agent image, say).
@@ -176,19 +148,20 @@ type preflightResult struct {
 }
 
 func (o *preflightOptions) run(ctx context.Context) error {
-	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: o.reg, cfg: o.cfg, target: o.target, quiet: o.quiet}
+	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: o.reg, cfg: o.judge.cfg, target: o.target, quiet: o.quiet}
 	in, err := l.load(ctx)
 	if err != nil {
 		return err
 	}
-	now := o.nowTime
-	if now.IsZero() {
-		now = in.snap.CollectedAt
+	if err := requireData(in.snap, l.inputName()); err != nil {
+		return err
 	}
-	if now.IsZero() {
-		now = time.Now()
+	opts := o.judge.options(o.g)
+	opts.Images, opts.Errors, opts.TargetVersion, opts.Preflight = in.facts, in.registryErrors, o.target, true
+	res := judgePreflight(in, judge.Judge(in.snap, opts).Report, o.judge.cat, o.judge.failSev, o.target, l.offline())
+	for _, w := range res.Report.Warnings {
+		o.g.log.Warn(w)
 	}
-	res := judgePreflight(in, now, o.th, o.cat, o.failSev, o.target, l.offline(), o.cfg, o.g.clock())
 	switch o.output {
 	case "json":
 		enc := json.NewEncoder(o.s.Out)
@@ -197,41 +170,46 @@ func (o *preflightOptions) run(ctx context.Context) error {
 			return err
 		}
 	default:
-		if err := writePreflightTable(o.s.Out, res); err != nil {
+		if err := writePreflightTable(o.s.Out, res, o.g.displayName); err != nil {
 			return err
 		}
 	}
-	if res.Verdict != "go" {
-		return &FindingsError{Count: len(res.Blocking) + len(res.BlockingImages), Severity: o.failSev.String()}
+	switch res.Verdict {
+	case "go":
+		return nil
+	case verdictIncomplete:
+		return o.judge.verdictError(res.Report)
 	}
-	return nil
+	return &FindingsError{Count: len(res.Blocking) + len(res.BlockingImages), Severity: o.judge.failSev.String()}
 }
 
-// judgePreflight is the shared judge path with the preflight's inputs: the registry facts,
-// the target version, readiness mode, the preventive subset of IDs.
-func judgePreflight(in *upgradeInputs, now time.Time, th *check.Thresholds, cat *catalog.Catalog, failOn finding.Severity, target string, offline bool, cfg *config.Config, clock time.Time) *preflightResult {
-	cctx := &check.Context{Snap: in.snap, Now: now, Thresholds: th, Catalog: cat, Images: in.facts, TargetVersion: target, Preflight: true}
-	incidents, fs, errs := check.Evaluate(cctx, check.Filter{Only: preflightIDs})
-	if cfg != nil {
-		incidents, fs, _ = cfg.Apply(clock, incidents, fs)
-	}
-	errs = append(errs, in.registryErrors...)
-	rep := report.New(in.snap, now, incidents, fs, errs)
+// verdictIncomplete is preflight's verdict when nothing blocks but not everything was read:
+// a gate never says go on a partial read.
+const verdictIncomplete = "incomplete"
+
+// judgePreflight sorts a judged report into go/no-go: every finding at or above failOn
+// blocks (scan's incidents included), and so does an upgrade image that is missing or lacks
+// a node's platform that no blocking finding already names.
+func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog, failOn finding.Severity, target string, offline bool) *preflightResult {
 	res := &preflightResult{SchemaVersion: "1", FailOn: failOn.String(), TargetVersion: target, Registry: "checked", Report: rep,
-		Blocking: []finding.Finding{}, Warnings: []finding.Finding{}, BlockingImages: []imageRow{}, Unverified: []imageRow{}}
+		Blocking: []blocker{}, Warnings: []finding.Finding{}, BlockingImages: []imageRow{}, Unverified: []imageRow{}}
 	if offline {
 		res.Registry = "offline"
 	}
 	for _, f := range rep.Findings {
 		if f.Severity >= failOn {
-			res.Blocking = append(res.Blocking, f)
+			kind := "stuck"
+			if e, ok := cat.Get(f.ID); ok && e.Preflight {
+				kind = "gate"
+			}
+			res.Blocking = append(res.Blocking, blocker{Finding: f, Kind: kind})
 		} else {
 			res.Warnings = append(res.Warnings, f)
 		}
 	}
 	res.Images = imageRows(in)
 	named := map[string]bool{} // image keys a blocking finding already names
-	for _, f := range fs {
+	for _, f := range rep.Findings {
 		if f.Severity >= failOn {
 			for _, k := range f.Keys {
 				named[k] = true
@@ -252,36 +230,51 @@ func judgePreflight(in *upgradeInputs, now time.Time, th *check.Thresholds, cat 
 			res.Unverified = append(res.Unverified, r)
 		}
 	}
-	res.Verdict = "go"
-	if len(res.Blocking) > 0 || len(res.BlockingImages) > 0 {
+	switch {
+	case len(res.Blocking) > 0 || len(res.BlockingImages) > 0:
 		res.Verdict = "no-go"
+	case rep.Verdict == report.VerdictIncomplete:
+		res.Verdict = verdictIncomplete
+	default:
+		res.Verdict = "go"
 	}
 	return res
 }
 
-func writePreflightTable(w io.Writer, r *preflightResult) error {
-	verdict := "GO"
-	if r.Verdict != "go" {
-		verdict = "NO-GO"
-	}
-	fmt.Fprintf(w, "unstick preflight: %s — %d blocking (at or above %s), %d warnings, %d images", verdict, len(r.Blocking)+len(r.BlockingImages), r.FailOn, len(r.Warnings), len(r.Images))
+// blocker is a finding that stops an upgrade, marked gate (an upgrade-readiness check of
+// the catalogue) or stuck (an upgrade already stuck, as scan reports it).
+type blocker struct {
+	finding.Finding
+	Kind string `json:"blocks"`
+}
+
+func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
+	verdict := map[string]string{"go": "GO", "no-go": "NO-GO", verdictIncomplete: "INCOMPLETE (no verdict)"}[r.Verdict]
+	fmt.Fprintf(w, "%s preflight: %s — %d blocking (at or above %s), %s, %s", name, verdict, len(r.Blocking)+len(r.BlockingImages), r.FailOn,
+		report.Plural(len(r.Warnings), "warning", "warnings"), report.Plural(len(r.Images), "image", "images"))
 	if r.TargetVersion != "" {
 		fmt.Fprintf(w, ", target %s", r.TargetVersion)
 	}
 	fmt.Fprintln(w)
+	for _, warn := range r.Report.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warn)
+	}
+	if h := r.Report.HiddenSummary(); h != "" {
+		fmt.Fprintf(w, "Hidden: %s.\n", h)
+	}
 	if len(r.Blocking) > 0 || len(r.BlockingImages) > 0 {
 		fmt.Fprintln(w, "\nBLOCKING")
 		for _, f := range r.Blocking {
-			fmt.Fprintf(w, "  %-8s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Cluster, f.Summary)
+			fmt.Fprintf(w, "  %-8s %-5s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.Kind, f.ID, whereLabel(f.Finding), f.Summary)
 		}
 		for _, row := range r.BlockingImages {
-			fmt.Fprintf(w, "  %-8s image %s %s; used by %s\n", "IMAGE", row.Ref, row.problem(), strings.Join(row.usedBy(), "; "))
+			fmt.Fprintf(w, "  %-8s %-5s image %s %s; used by %s\n", "IMAGE", "gate", row.Ref, row.problem(), strings.Join(row.usedBy(), "; "))
 		}
 	}
 	if len(r.Warnings) > 0 {
 		fmt.Fprintln(w, "\nWARNINGS")
 		for _, f := range r.Warnings {
-			fmt.Fprintf(w, "  %-8s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.ID, f.Cluster, f.Summary)
+			fmt.Fprintf(w, "  %-8s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.ID, whereLabel(f), f.Summary)
 		}
 	}
 	if len(r.Unverified) > 0 {
@@ -291,19 +284,31 @@ func writePreflightTable(w io.Writer, r *preflightResult) error {
 		}
 	}
 	if len(r.Report.Errors) > 0 {
-		fmt.Fprintln(w, "\nERRORS")
+		fmt.Fprintln(w, "\nERRORS (what could not be read or judged)")
 		for _, e := range r.Report.Errors {
 			fmt.Fprintf(w, "  %s\n", e.String())
 		}
+	}
+	if r.Verdict == verdictIncomplete {
+		fmt.Fprintf(w, "\nNothing blocks in what was read, but %s: not a go.\n", strings.Join(r.Report.Gaps(), "; "))
 	}
 	switch {
 	case r.Registry == "offline":
 		fmt.Fprintln(w, "\nRegistry not asked (--offline-registry): images judged by events and logs only.")
 	default:
-		fmt.Fprintf(w, "\nRegistry checked: %d image references ('unstick images' lists them).\n", len(r.Images))
+		fmt.Fprintf(w, "\nRegistry checked: %s ('%s images' lists them).\n", report.Plural(len(r.Images), "image reference", "image references"), name)
 	}
 	if r.Verdict != "go" {
-		fmt.Fprintln(w, "Details and fix ladders: unstick explain <ID>.")
+		fmt.Fprintf(w, "Details and fix ladders: %s explain ID; next steps: %s scan with the same input.\n", name, name)
 	}
 	return nil
+}
+
+// whereLabel names the cluster a finding is on and, for management-side findings, the
+// downstream cluster it is about: "local → prod-us-1".
+func whereLabel(f finding.Finding) string {
+	if f.Affects != "" && f.Affects != f.Cluster {
+		return f.Cluster + " → " + f.Affects
+	}
+	return f.Cluster
 }

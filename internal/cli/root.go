@@ -28,6 +28,8 @@ const (
 	ExitFailed   = 1
 	ExitUsage    = 2
 	ExitFindings = 3
+	// ExitIncomplete: nothing at or above --fail-on, but part of the input was not read.
+	ExitIncomplete = 4
 )
 
 // UsageError is a mistake in how unstick was called: exit 2.
@@ -81,6 +83,11 @@ func exitCode(s Streams, name string, err error) int {
 	var fe *FindingsError
 	if errors.As(err, &fe) {
 		return ExitFindings
+	}
+	var ie *IncompleteError
+	if errors.As(err, &ie) {
+		fmt.Fprintf(s.ErrOut, "%s: %v; this is not an all-clear (exit %d; --allow-incomplete accepts a partial read)\n", name, err, ExitIncomplete)
+		return ExitIncomplete
 	}
 	var ue *UsageError
 	if errors.As(err, &ue) || isCobraUsage(err) {

@@ -11,41 +11,28 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
-	"github.com/unstick-dev/unstick/internal/config"
-	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/judge"
 	"github.com/unstick-dev/unstick/internal/report"
-	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 type scanOptions struct {
 	s Streams
 	g *globalOptions
 
-	from       string
-	now        string
-	output     string
-	failOn     string
-	thresholds []string
-	only       []string
-	clusters   []string
-	quiet      bool
-	color      string
-	catalog    string
-	kube       *kubeFlags
-	reg        *registryFlags
+	from     string
+	output   string
+	only     []string
+	clusters []string
+	quiet    bool
+	color    string
+	judge    judgeFlags
+	kube     *kubeFlags
+	reg      *registryFlags
 	// probeBundle asks registries about the images of an offline bundle too (--registry).
 	probeBundle bool
 	live        bool
 	outputFile  string
-
-	// completed
-	nowTime time.Time
-	failSev finding.Severity
-	cat     *catalog.Catalog
-	th      *check.Thresholds
-	cfg     *config.Config
 }
 
 func newScanCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -79,8 +66,9 @@ The configuration file (~/.config/unstick/config.yaml, or --config) sets thresho
 severity overrides, suppressed findings (each with a reason and an expiry) and registry
 settings; --threshold flags win over it.
 
-Exit codes: 0 nothing at or above --fail-on, 3 findings at or above it, 1 unstick itself
-failed, 2 usage error.`,
+Exit codes: 0 everything was read and nothing is at or above --fail-on; 3 findings at or
+above it; ` + exitIncompleteHelp + `; 1 unstick itself failed, or the input held no Kubernetes
+object at all; 2 usage error (including an --only-cluster that names no cluster of the input).`,
 		Example: `  # The bundled example fleet
   unstick scan --from examples/fleet-upgrade-stuck
 
@@ -115,15 +103,12 @@ failed, 2 usage error.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "", "offline bundle to scan: a directory or a .tar.gz/.tgz file")
-	f.StringVar(&o.now, "now", "", "judge the fleet as of this RFC 3339 time (default: the bundle's collection time)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(report.Formats, "|"))
-	f.StringVar(&o.failOn, "fail-on", "error", "exit 3 when a finding is at or above this severity: critical|error|warning|info|none")
-	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable; see 'unstick explain ID')")
+	o.judge.addFlags(f, "error", "exit 3 when a finding is at or above this severity: critical|error|warning|info|none")
 	f.StringArrayVar(&o.only, "only", nil, "report only this finding ID, or a family such as helm/ (repeatable)")
 	f.StringArrayVar(&o.clusters, "only-cluster", nil, "report only findings on or about this cluster (repeatable)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto|always|never (auto: when stdout is a terminal and NO_COLOR is unset)")
-	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
 	f.StringVar(&o.outputFile, "output-file", "", "write the report to this file instead of stdout (the exit code is the same)")
 	o.kube.addFlags(f)
 	o.reg.addFlags(f)
@@ -151,27 +136,7 @@ func yamlFiles(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirec
 }
 
 func (o *scanOptions) complete() error {
-	var err error
-	if o.now != "" {
-		if o.nowTime, err = time.Parse(time.RFC3339, o.now); err != nil {
-			return usageErrorf("--now %q is not an RFC 3339 time such as 2026-11-28T09:30:00Z", o.now)
-		}
-	}
-	if o.failOn != "none" {
-		if o.failSev, err = finding.ParseSeverity(o.failOn); err != nil {
-			return usageErrorf("--fail-on: %v (or none)", err)
-		}
-	}
-	if o.cat, err = catalog.LoadWithOverrides(o.catalog); err != nil {
-		return usageErrorf("--catalog: %v", err)
-	}
-	if o.cfg, err = o.g.config(); err != nil {
-		return err
-	}
-	if o.cat, o.th, err = o.g.applyConfig(o.cfg, o.cat); err != nil {
-		return err
-	}
-	return setThresholds(o.th, o.thresholds, "helm.pendingAfter=5m")
+	return o.judge.complete(o.g, "helm.pendingAfter=5m")
 }
 
 func (o *scanOptions) validate() error {
@@ -198,9 +163,9 @@ func (o *scanOptions) validate() error {
 		if strings.HasSuffix(id, "/") {
 			continue
 		}
-		if _, ok := o.cat.Get(id); !ok {
+		if _, ok := o.judge.cat.Get(id); !ok {
 			msg := fmt.Sprintf("--only %q: unknown finding ID", id)
-			if s := o.cat.Suggest(id); len(s) > 0 {
+			if s := o.judge.cat.Suggest(id); len(s) > 0 {
 				msg += "; did you mean " + strings.Join(s, ", ") + "?"
 			}
 			return usageErrorf("%s", msg)
@@ -229,37 +194,46 @@ func (o *scanOptions) run(ctx context.Context) error {
 	// and logs alone, without contacting anything.
 	reg := *o.reg
 	reg.offline = reg.offline || (!o.live && !o.probeBundle)
-	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: &reg, cfg: o.cfg, quiet: o.quiet}
+	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: &reg, cfg: o.judge.cfg, quiet: o.quiet}
 	in, err := l.load(ctx)
 	if err != nil {
 		return err
 	}
 	snap := in.snap
 	log.Info("loaded", "clusters", len(snap.Clusters), "skipped", len(snap.Skipped), "errors", len(snap.Errors), "took", time.Since(start))
-	start = time.Now()
-	now := o.evalTime(snap)
-	ctxc := &check.Context{Snap: snap, Now: now, Thresholds: o.th, Catalog: o.cat, Images: in.facts}
-	incidents, fs, errs := check.Evaluate(ctxc, check.Filter{Only: o.only, Clusters: o.clusters})
-	errs = append(errs, in.registryErrors...)
-	o.cfg.OverrideSeverities(incidents, fs)
-	incidents, fs, sup := o.cfg.Apply(o.g.clock(), incidents, fs)
-	for i, n := range sup.Count {
-		s := o.cfg.Suppress[i]
-		log.Info(fmt.Sprintf("suppressed %d finding(s) of %s by %s:%d (%s, until %s)", n, s.ID, o.cfg.Path, s.Line, s.Reason, s.ExpiresText))
+	if err := requireData(snap, l.inputName()); err != nil {
+		return err
 	}
-	rep := report.New(snap, now, incidents, fs, errs)
-	log.Debug("evaluated", "at", now.Format(time.RFC3339), "checks", len(check.All()), "incidents", len(rep.Incidents), "findings", len(rep.Findings), "suppressed", sup.Total, "took", time.Since(start))
+	if err := checkFilters(snap, o.clusters); err != nil {
+		return err
+	}
+	start = time.Now()
+	opts := o.judge.options(o.g)
+	opts.Filter = check.Filter{Only: o.only, Clusters: o.clusters}
+	opts.Images = in.facts
+	opts.Errors = in.registryErrors
+	res := judge.Judge(snap, opts)
+	rep := res.Report
+	cfg := o.judge.cfg
+	for i, n := range res.Suppressed.Count {
+		s := cfg.Suppress[i]
+		log.Info(fmt.Sprintf("suppressed %d finding(s) of %s by %s:%d (%s, until %s)", n, s.ID, cfg.Path, s.Line, s.Reason, s.ExpiresText))
+	}
+	for _, w := range rep.Warnings {
+		log.Warn(w)
+	}
+	log.Debug("evaluated", "at", rep.EvaluatedAt.Format(time.RFC3339), "clock", rep.Clock.Source, "checks", len(check.All()), "incidents", len(rep.Incidents), "findings", len(rep.Findings), "suppressed", res.Suppressed.Total, "took", time.Since(start))
 	if err := o.write(rep); err != nil {
 		return err
 	}
-	return failOn(rep, o.failSev)
+	return o.judge.verdictError(rep)
 }
 
 // write renders the report to stdout, or to --output-file through a temporary file in the
 // same directory, so a reader never sees half a report.
 func (o *scanOptions) write(rep *report.Report) error {
-	opts := report.Options{Color: o.useColor(), Catalog: o.cat, ToolVersion: versionString(), FailOn: o.failSev, Checks: checkInfos()}
-	if o.failSev == 0 {
+	opts := report.Options{Color: o.useColor(), Catalog: o.judge.cat, ToolVersion: versionString(), FailOn: o.judge.failSev, Checks: checkInfos()}
+	if o.judge.failSev == 0 {
 		opts.FailOn = report.FailNever
 	}
 	if o.outputFile == "" {
@@ -299,41 +273,6 @@ func checkInfos() []report.CheckInfo {
 		out = append(out, report.CheckInfo{Name: c.Name, Emits: c.Emits})
 	}
 	return out
-}
-
-// evalTime is --now, else the bundle's collection time, else the clock.
-func (o *scanOptions) evalTime(s *snapshot.Snapshot) time.Time {
-	switch {
-	case !o.nowTime.IsZero():
-		return o.nowTime
-	case !s.CollectedAt.IsZero():
-		return s.CollectedAt
-	}
-	return time.Now()
-}
-
-// Evaluate judges a snapshot at now and assembles the report: the one path shared by every
-// verb that reports findings.
-func Evaluate(s *snapshot.Snapshot, now time.Time, th *check.Thresholds, cat *catalog.Catalog, filter check.Filter) *report.Report {
-	ctx := &check.Context{Snap: s, Now: now, Thresholds: th, Catalog: cat}
-	incidents, fs, errs := check.Evaluate(ctx, filter)
-	return report.New(s, now, incidents, fs, errs)
-}
-
-func failOn(r *report.Report, sev finding.Severity) error {
-	if sev == 0 {
-		return nil
-	}
-	n := 0
-	for _, f := range r.Findings {
-		if f.Severity >= sev {
-			n++
-		}
-	}
-	if n > 0 {
-		return &FindingsError{Count: n, Severity: sev.String()}
-	}
-	return nil
 }
 
 func (o *scanOptions) useColor() bool {

@@ -15,8 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
-	"github.com/unstick-dev/unstick/internal/catalog"
-	"github.com/unstick-dev/unstick/internal/check"
 	"github.com/unstick-dev/unstick/internal/serve"
 	"github.com/unstick-dev/unstick/internal/source"
 )
@@ -28,23 +26,19 @@ type serveOptions struct {
 	s Streams
 	g *globalOptions
 
-	listen     string
-	resync     time.Duration
-	debounce   time.Duration
-	interval   time.Duration
-	thresholds []string
-	catalog    string
-	kube       *kubeFlags
+	listen   string
+	resync   time.Duration
+	debounce time.Duration
+	interval time.Duration
+	judge    judgeFlags
+	kube     *kubeFlags
 	// clusterName names the cluster of the pod's ServiceAccount (in-cluster, no kubeconfig).
 	clusterName string
 	kubeUsed    bool
-
-	cat *catalog.Catalog
-	th  *check.Thresholds
 }
 
 func newServeCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &serveOptions{s: s, g: g, kube: newKubeFlags()}
+	o := &serveOptions{s: s, g: g, kube: newKubeFlags(), judge: judgeFlags{noVerdict: true, noNow: true}}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Watch the fleet continuously: Prometheus metrics, health endpoints and a dashboard",
@@ -93,8 +87,7 @@ the Helm chart sets it from the memory limit).`,
 	f.DurationVar(&o.resync, "resync", 10*time.Minute, "informer resync period (0 disables it)")
 	f.DurationVar(&o.debounce, "debounce", 500*time.Millisecond, "wait this long for changes to settle before evaluating again")
 	f.DurationVar(&o.interval, "interval", 30*time.Second, "evaluate at least this often, so ages and time thresholds move without changes")
-	f.StringArrayVar(&o.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable; see 'unstick explain ID')")
-	f.StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
+	o.judge.addFlags(f, "", "")
 	f.StringVar(&o.clusterName, "cluster-name", "in-cluster", "in a pod without a kubeconfig: the name of this cluster in metrics and reports")
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
@@ -102,18 +95,7 @@ the Helm chart sets it from the memory limit).`,
 }
 
 func (o *serveOptions) complete() error {
-	var err error
-	if o.cat, err = catalog.LoadWithOverrides(o.catalog); err != nil {
-		return usageErrorf("--catalog: %v", err)
-	}
-	cfg, err := o.g.config()
-	if err != nil {
-		return err
-	}
-	if o.cat, o.th, err = o.g.applyConfig(cfg, o.cat); err != nil {
-		return err
-	}
-	if err := setThresholds(o.th, o.thresholds, "helm.pendingAfter=5m"); err != nil {
+	if err := o.judge.complete(o.g, "helm.pendingAfter=5m"); err != nil {
 		return err
 	}
 	if o.debounce < 0 || o.interval <= 0 || o.resync < 0 {
@@ -147,7 +129,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv, err := serve.New(serve.Options{
-		Targets: targets, Registry: reg, Catalog: o.cat, Thresholds: o.th,
+		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
 		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
 	})
 	if err != nil {

@@ -76,6 +76,20 @@ type upgradeLoader struct {
 	newProber func(registry.Options) *registry.Prober
 }
 
+// inputName names what was read, for messages: the bundle path or the contexts.
+func (l *upgradeLoader) inputName() string {
+	if !l.live {
+		return l.from
+	}
+	switch {
+	case l.kube.allContexts:
+		return "every context of the kubeconfig"
+	case len(l.kube.contexts) > 0:
+		return "context " + strings.Join(l.kube.contexts, ", ")
+	}
+	return "the current context"
+}
+
 func (l *upgradeLoader) offline() bool {
 	return l.reg.offline || (l.cfg != nil && l.cfg.Registry.Offline)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -263,5 +264,11 @@ func TestRulesMatchTheCatalogue(t *testing.T) {
 		if !automatable {
 			t.Errorf("%s has a rule but its ladder offers nothing unstick can do", id)
 		}
+	}
+	// The catalogue's autofix attribute is what users read (explain, the fix plan's manual
+	// list): it must say exactly which root causes the planner handles.
+	want := cat.IDsWhere(func(e *catalog.Entry) bool { return e.Autofix })
+	if got := remediate.Rules(); !slices.Equal(got, want) {
+		t.Errorf("planner rules %v\ncatalogue autofix %v", got, want)
 	}
 }

@@ -26,7 +26,17 @@ func (p *Plan) Number() map[string]int {
 // WriteTable renders the plan for a terminal: each incident, its ladder in execution order,
 // and for every step what it changes, why, what must hold, how it is verified and the command
 // an operator would type instead. Secret payloads never appear: steps only name Secrets.
-func WriteTable(w io.Writer, p *Plan, applying bool) error {
+// TableOptions tune the plan table.
+type TableOptions struct {
+	// Applying says the plan is being carried out (--apply).
+	Applying bool
+	// Hint is the closing line of a printed plan with steps: how to carry it out.
+	Hint string
+}
+
+// WriteTable writes the plan for a person.
+func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
+	applying := o.Applying
 	b := &strings.Builder{}
 	steps := len(p.Steps())
 	if applying {
@@ -99,8 +109,8 @@ func WriteTable(w io.Writer, p *Plan, applying bool) error {
 			wrap(b, "    ", m.Hint)
 		}
 	}
-	if !applying && steps > 0 {
-		b.WriteString("\nRun again with --apply to execute: every step asks first (--yes does not), backs up what it touches, dry-runs, writes with a resourceVersion precondition and verifies.\n")
+	if !applying && steps > 0 && o.Hint != "" {
+		b.WriteString("\n" + o.Hint + "\n")
 		if above > 0 {
 			fmt.Fprintf(b, "%d step(s) above --max-risk %s are listed but would not run.\n", above, p.MaxRisk)
 		}

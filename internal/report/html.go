@@ -53,6 +53,11 @@ type htmlPage struct {
 	Unknown     int // incidents without a since
 	Errors      []string
 	Skipped     []snapshot.Skipped
+	Verdict     string
+	Gaps        string
+	FailOn      string
+	Warnings    []string
+	Hidden      string
 }
 
 type sevCount struct {
@@ -101,6 +106,11 @@ func buildPage(r *Report, o Options) htmlPage {
 		Scanned:     len(r.Clusters),
 		Findings:    len(r.Findings),
 		Skipped:     r.Skipped,
+		Verdict:     r.Verdict,
+		Gaps:        strings.Join(r.Gaps(), "; "),
+		FailOn:      r.FailOn,
+		Warnings:    r.Warnings,
+		Hidden:      r.HiddenSummary(),
 	}
 	for _, e := range r.Errors {
 		p.Errors = append(p.Errors, e.String())

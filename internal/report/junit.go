@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,6 +130,10 @@ func renderJUnit(w io.Writer, r *Report, o Options) error {
 		} else {
 			s.Properties = append(s.Properties, junitProperty{"role", "fleet cluster (not scanned)"})
 		}
+		// The run's verdict and what filters and suppressions hid, on every suite: JUnit has
+		// no place for run-wide properties.
+		s.Properties = append(s.Properties, junitProperty{"verdict", r.Verdict},
+			junitProperty{"hiddenByFilters", strconv.Itoa(r.Hidden.Filtered)}, junitProperty{"hiddenBySuppressions", strconv.Itoa(r.Hidden.Suppressed)})
 		for _, c := range checks {
 			jc := junitCase{Name: c.Name, Classname: "unstick." + name, Time: "0"}
 			if x := cells[[2]string{name, c.Name}]; x != nil {

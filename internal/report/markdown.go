@@ -11,8 +11,23 @@ import (
 
 func renderMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# unstick scan\n\nEvaluated at %s: %d clusters, %d incidents, %d findings, %d errors.\n",
-		r.EvaluatedAt.Format(time.RFC3339), len(r.Clusters), len(r.Incidents), len(r.Findings), len(r.Errors))
+	fmt.Fprintf(&b, "# unstick scan\n\nEvaluated at %s: %s, %s, %s, %s.\n",
+		r.EvaluatedAt.Format(time.RFC3339), Plural(len(r.Clusters), "cluster", "clusters"), Plural(len(r.Incidents), "incident", "incidents"),
+		Plural(len(r.Findings), "finding", "findings"), Plural(len(r.Errors), "error", "errors"))
+	fmt.Fprintf(&b, "\n**Verdict: %s**", r.Verdict)
+	switch r.Verdict {
+	case VerdictIncomplete:
+		fmt.Fprintf(&b, " — nothing at or above %s was found in what was read, but %s.", r.FailOn, mdEscape(strings.Join(r.Gaps(), "; ")))
+	case VerdictClear:
+		b.WriteString(" — no stuck upgrades found.")
+	}
+	b.WriteString("\n")
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "\n> **Warning:** %s\n", mdEscape(w))
+	}
+	if h := r.HiddenSummary(); h != "" {
+		fmt.Fprintf(&b, "\nHidden: %s.\n", mdEscape(h))
+	}
 	if len(r.Incidents) > 0 {
 		b.WriteString("\n## Incidents\n")
 		for i, inc := range r.Incidents {
@@ -49,9 +64,9 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 	if len(r.Clusters) > 0 {
-		b.WriteString("\n## Clusters\n\n| Cluster | Role | Objects | Findings | Worst |\n|---|---|---:|---:|---|\n")
+		b.WriteString("\n## Clusters\n\n| Cluster | Role | Objects | Findings | Status |\n|---|---|---:|---:|---|\n")
 		for _, c := range r.Clusters {
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", c.Name, c.Role, c.Objects, c.Findings, orNone(c.Worst))
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", c.Name, c.Role, c.Objects, c.Findings, orNone(c.Status))
 		}
 	}
 	if len(r.Errors) > 0 {

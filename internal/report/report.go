@@ -28,6 +28,13 @@ type Report struct {
 	Findings      []finding.Finding   `json:"findings"`
 	Errors        []finding.ScanError `json:"errors"`
 	Skipped       []snapshot.Skipped  `json:"skipped,omitempty"`
+
+	// The verdict and what stands behind it (verdict.go): set by Judge.
+	Verdict  string   `json:"verdict"`
+	FailOn   string   `json:"failOn"`
+	Hidden   Hidden   `json:"hidden"`
+	Clock    Clock    `json:"clock"`
+	Warnings []string `json:"warnings"`
 }
 
 // Cluster is one scanned cluster's line in the report.
@@ -39,6 +46,10 @@ type Cluster struct {
 	Objects      int    `json:"objects"`
 	Findings     int    `json:"findings"`
 	Worst        string `json:"worstSeverity,omitempty"`
+	// Status is the worst severity, or ok, incomplete (read with errors) or no data.
+	Status string `json:"status"`
+	// Hidden counts this cluster's findings that filters and suppressions kept out.
+	Hidden int `json:"hidden,omitempty"`
 }
 
 // New assembles a report; slices are never nil so JSON shows [] rather than null.
@@ -46,7 +57,7 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 	r := &Report{SchemaVersion: SchemaVersion, EvaluatedAt: now.UTC(), Incidents: incidents, Findings: fs, Skipped: s.Skipped}
 	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
 	for _, c := range s.Clusters {
-		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: objectCount(c)}
+		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c)}
 		var worst finding.Severity
 		for _, f := range fs {
 			if f.Cluster == c.Name {
@@ -57,6 +68,7 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 		if worst > 0 {
 			rc.Worst = worst.String()
 		}
+		rc.Status = clusterStatus(rc, r.Errors)
 		r.Clusters = append(r.Clusters, rc)
 	}
 	r.normalise()
@@ -64,7 +76,8 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 	return r
 }
 
-func objectCount(c *snapshot.Cluster) int {
+// ObjectCount counts the objects read for one cluster.
+func ObjectCount(c *snapshot.Cluster) int {
 	return len(c.Namespaces) + len(c.Nodes) + len(c.Pods) + len(c.Events) + len(c.ConfigMaps) + len(c.Secrets) +
 		len(c.ResourceQuotas) + len(c.Deployments) + len(c.ReplicaSets) + len(c.DaemonSets) + len(c.Jobs) + len(c.CRDs) +
 		len(c.FleetClusters) + len(c.Bundles) + len(c.BundleDeployments) + len(c.ClusterRegistrations) + len(c.Contents) + len(c.Plans) + len(c.EtcdSnapshots) + len(c.Other)
@@ -82,6 +95,16 @@ func (r *Report) normalise() {
 	}
 	if r.Errors == nil {
 		r.Errors = []finding.ScanError{}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	if r.Clock.Ignored == nil {
+		r.Clock.Ignored = []snapshot.IgnoredTime{}
+	}
+	if r.Verdict == "" {
+		r.Verdict = r.judge(finding.Error)
+		r.FailOn = finding.Error.String()
 	}
 	fix := func(f *finding.Finding) {
 		if f.Evidence == nil {

@@ -138,7 +138,8 @@ func renderSARIF(w io.Writer, r *Report, o Options) error {
 		Tool:        sarifTool{Driver: sarifDriver{Name: "unstick", Version: o.ToolVersion, InformationURI: infoURI, Rules: rules}},
 		Invocations: []sarifInvocation{sarifInvocationOf(r)},
 		Results:     []sarifResult{},
-		Properties:  map[string]any{"evaluatedAt": r.EvaluatedAt.Format(time.RFC3339), "clusters": len(r.Clusters), "incidents": len(r.Incidents)},
+		Properties: map[string]any{"evaluatedAt": r.EvaluatedAt.Format(time.RFC3339), "clusters": len(r.Clusters), "incidents": len(r.Incidents),
+			"verdict": r.Verdict, "hiddenByFilters": r.Hidden.Filtered, "hiddenBySuppressions": r.Hidden.Suppressed, "warnings": r.Warnings},
 	}
 	for _, e := range eachFinding(r) {
 		res := sarifResultOf(e.f, index)

@@ -90,10 +90,12 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 	if t.width <= 0 {
 		t.width = 100
 	}
-	t.printf("%s %d clusters, %d incidents, %d findings, %d errors (evaluated at %s)\n",
-		t.paint(ansiBold, "unstick scan:"), len(r.Clusters), len(r.Incidents), len(r.Findings), len(r.Errors), r.EvaluatedAt.Format(time.RFC3339))
+	t.printf("%s %s, %s, %s, %s (evaluated at %s)\n",
+		t.paint(ansiBold, "unstick scan:"), Plural(len(r.Clusters), "cluster", "clusters"), Plural(len(r.Incidents), "incident", "incidents"),
+		Plural(len(r.Findings), "finding", "findings"), Plural(len(r.Errors), "error", "errors"), r.EvaluatedAt.Format(time.RFC3339))
+	t.preamble(r)
 	if len(r.Incidents) == 0 {
-		t.printf("\nNo stuck upgrades found.\n")
+		t.verdictLine(r)
 	} else {
 		t.printf("\n%s (%s)\n", t.paint(ansiBold, "INCIDENTS"), strings.Join(countBySeverity(r.Incidents), ", "))
 		for i, inc := range r.Incidents {
@@ -108,7 +110,7 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 		}
 	}
 	if len(r.Skipped) > 0 {
-		t.printf("\n%s\n", t.paint(ansiBold, fmt.Sprintf("SKIPPED %d files that hold no Kubernetes object", len(r.Skipped))))
+		t.printf("\n%s\n", t.paint(ansiBold, "SKIPPED "+Plural(len(r.Skipped), "document that was not read as a Kubernetes object", "documents that were not read as Kubernetes objects")))
 		for i, s := range r.Skipped {
 			if i == 10 {
 				t.printf("  … and %d more (see -o json)\n", len(r.Skipped)-10)
@@ -178,11 +180,11 @@ func (t *tableWriter) clusters(r *Report) {
 		return
 	}
 	t.printf("\n%s\n", t.paint(ansiBold, "CLUSTERS"))
-	t.printf("  %-24s %-11s %8s %9s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "WORST")
+	t.printf("  %-24s %-11s %8s %9s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "STATUS")
 	for _, c := range r.Clusters {
-		worst := c.Worst
+		worst := c.Status
 		if worst == "" {
-			worst = "ok"
+			worst = StatusOK
 		}
 		t.printf("  %-24s %-11s %8d %9d  %s\n", trunc(c.Name, 24), c.Role, c.Objects, c.Findings, worst)
 	}
@@ -193,4 +195,29 @@ func trunc(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
+}
+
+// preamble prints what the reader must know before the incidents: timestamps left out of the
+// evaluation time, other warnings, and what filters and suppressions hid.
+func (t *tableWriter) preamble(r *Report) {
+	for _, w := range r.Warnings {
+		t.wrap("", t.paint(ansiYellow, "WARNING: ")+w)
+	}
+	if h := r.HiddenSummary(); h != "" {
+		t.wrap("", "Hidden: "+h+".")
+	}
+}
+
+// verdictLine says what an empty incident list means: the all-clear only when everything
+// was read.
+func (t *tableWriter) verdictLine(r *Report) {
+	switch r.Verdict {
+	case VerdictIncomplete:
+		t.printf("\n%s\n", t.paint(ansiBold, "INCOMPLETE: no verdict for what could not be read."))
+		t.wrap("  ", fmt.Sprintf("Nothing at or above %s was found in what was read, but %s. Fix the input (see below) or pass --allow-incomplete to accept a partial read.", r.FailOn, strings.Join(r.Gaps(), "; ")))
+	case VerdictFindings:
+		t.printf("\nNo incidents; findings at or above %s are listed in -o json.\n", r.FailOn)
+	default:
+		t.printf("\nNo stuck upgrades found.\n")
+	}
 }

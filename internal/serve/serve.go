@@ -16,7 +16,9 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/config"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/judge"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/source"
@@ -29,6 +31,8 @@ type Options struct {
 	Registry   *prometheus.Registry
 	Catalog    *catalog.Catalog
 	Thresholds *check.Thresholds
+	// Config holds the severity overrides and suppressions every report honours; nil: none.
+	Config *config.Config
 	// Clock is the time evaluations judge at; time.Now when nil. Tests inject one to age a
 	// heartbeat without waiting.
 	Clock func() time.Time
@@ -67,14 +71,15 @@ type state struct {
 	took time.Duration
 }
 
-// ageIDs are the findings whose since feeds a *_seconds gauge, with the threshold that
-// otherwise hides them while they are young.
-var ageIDs = map[string]string{
-	"fleet/agent-heartbeat-stale": "fleet.heartbeatStaleAfter",
-	"fleet/agent-upgrade-stuck":   "fleet.agentUpgradeStuckAfter",
-	"helm/release-pending":        "helm.pendingAfter",
-	"suc/plan-stuck":              "suc.planStuckAfter",
-	"suc/node-left-cordoned":      "suc.nodeCordonedAfter",
+// gaugeIDs are the findings whose since feeds a *_seconds gauge, with the threshold that
+// otherwise hides them while they are young: the catalogue's gauge attribute.
+func gaugeIDs(cat *catalog.Catalog) map[string]string {
+	out := map[string]string{}
+	for _, id := range cat.IDsWhere(func(e *catalog.Entry) bool { return e.Gauge != "" }) {
+		e, _ := cat.Get(id)
+		out[id] = e.Gauge
+	}
+	return out
 }
 
 // New prepares a server; Run starts it.
@@ -216,9 +221,7 @@ func (s *Server) evaluate(unreachable []finding.ScanError) {
 		b.Error(e)
 	}
 	snap := b.Build()
-	ctx := &check.Context{Snap: snap, Now: now, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog}
-	incidents, fs, errs := check.Evaluate(ctx, check.Filter{})
-	rep := report.New(snap, now, incidents, fs, errs)
+	rep := judge.Judge(snap, judge.Options{Now: now, Wallclock: now, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog, Config: s.o.Config}).Report
 	st := &state{report: rep, ages: s.ages(snap, now)}
 	st.took = time.Since(start)
 	s.o.Log.Debug("evaluated", "findings", len(rep.Findings), "incidents", len(rep.Incidents), "took", st.took)
@@ -234,6 +237,7 @@ func (s *Server) evaluate(unreachable []finding.ScanError) {
 // so every pending release or drifting agent is measured from the moment it started, not
 // only once it is old enough to be a finding.
 func (s *Server) ages(snap *snapshot.Snapshot, now time.Time) []finding.Finding {
+	ageIDs := gaugeIDs(s.o.Catalog)
 	th := check.NewThresholds(s.o.Catalog)
 	for _, n := range s.o.Thresholds.Names() {
 		_ = th.Set(n, s.o.Thresholds.Value(n))

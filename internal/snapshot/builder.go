@@ -534,7 +534,12 @@ func (b *Builder) Build() *Snapshot {
 	matchFleetClusters(s)
 	s.Reindex()
 	if s.CollectedAt.IsZero() {
-		s.CollectedAt = newestTimestamp(s)
+		s.CollectedAt, s.IgnoredTimes = robustNewest(s)
+		if !s.CollectedAt.IsZero() {
+			s.ClockSource = ClockNewest
+		}
+	} else if s.ClockSource == "" {
+		s.ClockSource = ClockRecorded
 	}
 	sort.SliceStable(s.Errors, func(i, j int) bool { return s.Errors[i].String() < s.Errors[j].String() })
 	sort.SliceStable(s.Skipped, func(i, j int) bool { return s.Skipped[i].File < s.Skipped[j].File })
@@ -695,73 +700,6 @@ func hasLocalAgent(c *Cluster) bool {
 // object records. Times stamped by an agent's or a kubelet's own clock (Fleet check-ins,
 // node heartbeats) only count when nothing else does: a clock running fast would otherwise
 // move "now" forward, hide its own skew and age everything else.
-func newestTimestamp(s *Snapshot) time.Time {
-	var t, clocks time.Time
-	see := func(x time.Time) {
-		if x.After(t) {
-			t = x
-		}
-	}
-	seeClock := func(x time.Time) {
-		if x.After(clocks) {
-			clocks = x
-		}
-	}
-	for _, c := range s.Clusters {
-		for _, e := range c.Events {
-			see(EventTime(e))
-		}
-		for _, p := range c.Pods {
-			see(p.CreationTimestamp.Time)
-			for _, cond := range p.Status.Conditions {
-				see(cond.LastTransitionTime.Time)
-			}
-			for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-				if cs.State.Running != nil {
-					see(cs.State.Running.StartedAt.Time)
-				}
-				if cs.State.Terminated != nil {
-					see(cs.State.Terminated.FinishedAt.Time)
-				}
-				if cs.LastTerminationState.Terminated != nil {
-					see(cs.LastTerminationState.Terminated.FinishedAt.Time)
-				}
-			}
-		}
-		for _, fc := range c.FleetClusters {
-			seeClock(fc.Status.Agent.LastSeen.Time)
-			for _, cond := range fc.Status.Conditions {
-				see(parseTime(cond.LastUpdateTime))
-				see(parseTime(cond.LastTransitionTime))
-			}
-		}
-		for _, bd := range c.BundleDeployments {
-			for _, cond := range bd.Status.Conditions {
-				see(parseTime(cond.LastUpdateTime))
-				see(parseTime(cond.LastTransitionTime))
-			}
-		}
-		for _, r := range c.HelmReleases {
-			see(r.LastDeployed)
-			see(r.ModifiedAt)
-		}
-		for _, n := range c.Nodes {
-			for _, cond := range n.Status.Conditions {
-				seeClock(cond.LastHeartbeatTime.Time)
-			}
-		}
-		for _, d := range c.Deployments {
-			for _, cond := range d.Status.Conditions {
-				see(cond.LastUpdateTime.Time)
-			}
-		}
-	}
-	if t.IsZero() {
-		return clocks
-	}
-	return t
-}
-
 func parseTime(s string) time.Time {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {

@@ -31,8 +31,12 @@ type Snapshot struct {
 	// CollectedAt is when the objects were read (live: now; offline: the bundle's metadata,
 	// else the newest timestamp found in it). Zero if nothing told.
 	CollectedAt time.Time
-	Errors      []finding.ScanError
-	Skipped     []Skipped
+	// ClockSource says where CollectedAt came from (ClockRecorded, ClockNewest), and
+	// IgnoredTimes lists timestamps left out of it as outliers.
+	ClockSource  string
+	IgnoredTimes []IgnoredTime
+	Errors       []finding.ScanError
+	Skipped      []Skipped
 
 	// Lookups, built by Build (and Reindex) before any concurrent reader.
 	byName, byFleet map[string]*Cluster

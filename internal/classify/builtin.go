@@ -1,0 +1,101 @@
+package classify
+
+import (
+	"regexp"
+	"strings"
+)
+
+// builtinGroups are the API groups Kubernetes itself serves (k8s.io/api and the aggregator's
+// apiregistration.k8s.io; "" is the core group). A kind in one of them is never a CRD: when the
+// server does not serve its version, a Kubernetes upgrade removed it (api/removed), and
+// installing a CRD cannot help. Groups of CRDs that merely end in .k8s.io
+// (snapshot.storage.k8s.io, gateway.networking.k8s.io, ...) are deliberately not listed.
+var builtinGroups = []string{
+	"", "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io", "apps",
+	"authentication.k8s.io", "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io",
+	"coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "extensions",
+	"flowcontrol.apiserver.k8s.io", "internal.apiserver.k8s.io", "networking.k8s.io", "node.k8s.io",
+	"policy", "rbac.authorization.k8s.io", "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
+	"storagemigration.k8s.io",
+}
+
+// BuiltinGroup reports whether group is one Kubernetes itself serves.
+func BuiltinGroup(group string) bool {
+	for _, g := range builtinGroups {
+		if g == group {
+			return true
+		}
+	}
+	return false
+}
+
+// builtinVersionRe matches a quoted built-in group/version as NoKindMatchError prints it:
+// "v1beta1" for the core group, "policy/v1beta1" otherwise.
+func builtinVersionRe() string {
+	var gs []string
+	for _, g := range builtinGroups {
+		if g != "" {
+			gs = append(gs, regexp.QuoteMeta(g))
+		}
+	}
+	return `"(?:(?:` + strings.Join(gs, "|") + `)/)?v[0-9]+(?:(?:alpha|beta)[0-9]+)?"`
+}
+
+var noKindMatchRe = regexp.MustCompile(`no matches for kind \\*"([A-Za-z0-9]+)\\*" in version \\*"(?:([a-z0-9.-]+)/)?(v[0-9]+(?:(?:alpha|beta)[0-9]+)?)\\*"`)
+
+// RemovedAPI finds, in a message, a kind whose built-in group/version the server does not
+// serve (apimachinery's NoKindMatchError, as Helm and kubectl relay it). It returns the kind and
+// the group/version ("policy/v1beta1", or "v1beta1" for the core group).
+func RemovedAPI(text string) (kind, groupVersion string, ok bool) {
+	for _, m := range noKindMatchRe.FindAllStringSubmatch(text, -1) {
+		if BuiltinGroup(m[2]) {
+			gv := m[3]
+			if m[2] != "" {
+				gv = m[2] + "/" + m[3]
+			}
+			return m[1], gv, true
+		}
+	}
+	return "", "", false
+}
+
+// removedIn is the Kubernetes minor release that stopped serving a built-in group/version (the
+// Kubernetes deprecated API migration guide), for the versions charts still ship most often.
+// A kind listed after "|" overrides its group/version's entry.
+var removedIn = map[string]string{
+	"extensions/v1beta1":                        "1.16",
+	"extensions/v1beta1|Ingress":                "1.22",
+	"apps/v1beta1":                              "1.16",
+	"apps/v1beta2":                              "1.16",
+	"networking.k8s.io/v1beta1":                 "1.22",
+	"rbac.authorization.k8s.io/v1beta1":         "1.22",
+	"admissionregistration.k8s.io/v1beta1":      "1.22",
+	"apiextensions.k8s.io/v1beta1":              "1.22",
+	"apiregistration.k8s.io/v1beta1":            "1.22",
+	"authentication.k8s.io/v1beta1":             "1.22",
+	"authorization.k8s.io/v1beta1":              "1.22",
+	"certificates.k8s.io/v1beta1":               "1.22",
+	"coordination.k8s.io/v1beta1":               "1.22",
+	"scheduling.k8s.io/v1beta1":                 "1.22",
+	"storage.k8s.io/v1beta1":                    "1.22",
+	"storage.k8s.io/v1beta1|CSIStorageCapacity": "1.27",
+	"policy/v1beta1":                            "1.25",
+	"batch/v1beta1":                             "1.25",
+	"autoscaling/v2beta1":                       "1.25",
+	"autoscaling/v2beta2":                       "1.26",
+	"discovery.k8s.io/v1beta1":                  "1.25",
+	"events.k8s.io/v1beta1":                     "1.25",
+	"node.k8s.io/v1beta1":                       "1.25",
+	"flowcontrol.apiserver.k8s.io/v1beta1":      "1.26",
+	"flowcontrol.apiserver.k8s.io/v1beta2":      "1.29",
+	"flowcontrol.apiserver.k8s.io/v1beta3":      "1.32",
+}
+
+// RemovedIn names the Kubernetes release that removed a built-in kind's group/version, or ""
+// when the table does not know it.
+func RemovedIn(kind, groupVersion string) string {
+	if v, ok := removedIn[groupVersion+"|"+kind]; ok {
+		return v
+	}
+	return removedIn[groupVersion]
+}
