@@ -106,6 +106,10 @@ func (l *upgradeLoader) load(ctx context.Context) (*upgradeInputs, error) {
 		if snap, err = src.Load(ctx); err != nil {
 			return nil, err
 		}
+		// With -v, every document the loader left out is named, as the report lists them.
+		for _, sk := range snap.Skipped {
+			l.g.log.Info("skipped", "file", sk.File, "line", sk.Line, "reason", sk.Reason)
+		}
 	} else {
 		if live, err = l.kube.live(func(done, total int) { prog.count("reading clusters", done, total, "clusters") }); err != nil {
 			return nil, err

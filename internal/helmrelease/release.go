@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
 )
 
 // SecretType is the type Helm gives its release storage Secrets.
@@ -26,6 +29,10 @@ const SecretPrefix = "sh.helm.release.v1."
 // maxPayload bounds a decompressed release record (Helm's own limit on a Secret is 1 MiB
 // compressed; a gzip bomb must not eat the scanner's memory).
 const maxPayload = 64 << 20
+
+// payloads bounds how many release payloads are decompressed at once: each may hold up to
+// twice maxPayload while it is read, whatever the number of loader workers.
+var payloads = make(chan struct{}, 2)
 
 // Release is what unstick knows of one revision of one release.
 type Release struct {
@@ -153,11 +160,22 @@ func Decode(data []byte) (*release.Release, error) {
 		b = bytes.TrimSpace(d)
 	}
 	if bytes.HasPrefix(b, gzipMagic) {
+		payloads <- struct{}{}
+		defer func() { <-payloads }()
 		zr, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("release payload: gzip: %w", err)
 		}
-		d, err := io.ReadAll(io.LimitReader(zr, maxPayload+1))
+		// gzip's trailer states the decompressed size: read into a buffer of that size (within
+		// the limit) rather than let it double its way up to twice the payload.
+		var buf bytes.Buffer
+		if n := len(b); n >= 4 {
+			if size := binary.LittleEndian.Uint32(b[n-4:]); size <= maxPayload {
+				buf.Grow(int(size) + bytes.MinRead)
+			}
+		}
+		_, err = buf.ReadFrom(io.LimitReader(zr, maxPayload+1))
+		d := buf.Bytes()
 		if err != nil {
 			return nil, fmt.Errorf("release payload: gzip: %w", err)
 		}
@@ -166,14 +184,52 @@ func Decode(data []byte) (*release.Release, error) {
 		}
 		b = d
 	}
-	var rel release.Release
-	if err := json.Unmarshal(b, &rel); err != nil {
+	var rec storedRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
 		return nil, fmt.Errorf("release payload: JSON: %w", err)
 	}
-	if rel.Name == "" && rel.Version == 0 && rel.Info == nil {
+	if rec.Name == "" && rec.Version == 0 && rec.Info == nil {
 		return nil, fmt.Errorf("release payload holds no release record")
 	}
-	return &rel, nil
+	return rec.release(), nil
+}
+
+// storedRecord is the part of Helm's stored release that unstick reads: name, revision, status,
+// times, description and the chart's metadata. Decoding only these skips the values, the
+// config, the chart's templates and the manifest without building them in memory (a release
+// whose config holds millions of empty objects decodes in the time it takes to scan it).
+type storedRecord struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Version   int    `json:"version"`
+	Info      *struct {
+		FirstDeployed helmtime.Time  `json:"first_deployed"`
+		LastDeployed  helmtime.Time  `json:"last_deployed"`
+		Deleted       helmtime.Time  `json:"deleted"`
+		Description   string         `json:"description"`
+		Status        release.Status `json:"status"`
+	} `json:"info"`
+	Chart *struct {
+		Metadata *struct {
+			Name       string `json:"name"`
+			Version    string `json:"version"`
+			AppVersion string `json:"appVersion"`
+			APIVersion string `json:"apiVersion"`
+		} `json:"metadata"`
+	} `json:"chart"`
+}
+
+func (r *storedRecord) release() *release.Release {
+	out := &release.Release{Name: r.Name, Namespace: r.Namespace, Version: r.Version}
+	if r.Info != nil {
+		out.Info = &release.Info{FirstDeployed: r.Info.FirstDeployed, LastDeployed: r.Info.LastDeployed, Deleted: r.Info.Deleted,
+			Description: r.Info.Description, Status: r.Info.Status}
+	}
+	if r.Chart != nil && r.Chart.Metadata != nil {
+		m := r.Chart.Metadata
+		out.Chart = &chart.Chart{Metadata: &chart.Metadata{Name: m.Name, Version: m.Version, AppVersion: m.AppVersion, APIVersion: m.APIVersion}}
+	}
+	return out
 }
 
 func looksJSON(b []byte) bool { return len(b) > 0 && b[0] == '{' }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +179,55 @@ func TestSecretNameFallback(t *testing.T) {
 			t.Errorf("%s: no payload must be an 'empty' error, got %v", tc.secret, r.PayloadError)
 		}
 	}
+}
+
+// TestDecodeSkipsValuesConfigAndManifest: a 104 KB release payload whose config holds 20
+// million empty objects took 1.9 GB to decode into Helm's full release type. Only the record's
+// metadata is decoded now; the config is scanned past, not built.
+func TestDecodeSkipsValuesConfigAndManifest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 40 MB payload")
+	}
+	var raw bytes.Buffer
+	raw.WriteString(`{"name":"fleet-agent-local","namespace":"cattle-fleet-local-system","version":3,` +
+		`"info":{"status":"pending-upgrade","last_deployed":"2026-11-28T08:00:00Z","description":"Upgrade \"fleet-agent-local\" failed"},` +
+		`"chart":{"metadata":{"name":"fleet-agent","version":"106.0.0+up0.12.0"},"templates":[{"name":"templates/deployment.yaml","data":"YXBpVmVyc2lvbjogYXBwcy92MQ=="}]},` +
+		`"manifest":"---\n# Source: fleet-agent/templates/deployment.yaml\napiVersion: apps/v1\n","config":{"x":[`)
+	for i := 0; i < 20_000_000; i++ {
+		if i > 0 {
+			raw.WriteByte(',')
+		}
+		raw.WriteString("{}")
+	}
+	raw.WriteString("]}}")
+	payload := []byte(base64.StdEncoding.EncodeToString(gzipBytes(t, raw.Bytes())))
+	t.Logf("payload: %d KB stored, %d MB decompressed", len(payload)>>10, raw.Len()>>20)
+	raw = bytes.Buffer{}
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	r := FromSecret("sh.helm.release.v1.fleet-agent-local.v3", "cattle-fleet-local-system", map[string]string{"status": "pending-upgrade"}, payload)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if r.PayloadError != nil || r.Status != "pending-upgrade" || r.Chart != "fleet-agent" || r.LastDeployed.IsZero() {
+		t.Fatalf("the record's metadata must decode: %+v", r)
+	}
+	// Allocated in total (not only live): the 40 MB decompressed text and little else.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 200<<20 {
+		t.Errorf("decoding allocated %d MiB, want under 200 MiB (the config must not be built)", alloc>>20)
+	}
+	t.Logf("decoded in %v, allocated %d MiB", took, (after.TotalAlloc-before.TotalAlloc)>>20)
+}
+
+func gzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	return buf.Bytes()
 }

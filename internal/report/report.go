@@ -27,7 +27,7 @@ type Report struct {
 	Incidents     []finding.Incident  `json:"incidents"`
 	Findings      []finding.Finding   `json:"findings"`
 	Errors        []finding.ScanError `json:"errors"`
-	Skipped       []snapshot.Skipped  `json:"skipped,omitempty"`
+	Skipped       []snapshot.Skipped  `json:"skipped"`
 
 	// The verdict and what stands behind it (verdict.go): set by Judge.
 	Verdict  string   `json:"verdict"`
@@ -54,7 +54,7 @@ type Cluster struct {
 
 // New assembles a report; slices are never nil so JSON shows [] rather than null.
 func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs []finding.Finding, errs []finding.ScanError) *Report {
-	r := &Report{SchemaVersion: SchemaVersion, EvaluatedAt: now.UTC(), Incidents: incidents, Findings: fs, Skipped: s.Skipped}
+	r := &Report{SchemaVersion: SchemaVersion, EvaluatedAt: now.UTC(), Incidents: incidents, Findings: fs, Skipped: append([]snapshot.Skipped{}, s.Skipped...)}
 	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
 	for _, c := range s.Clusters {
 		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c)}

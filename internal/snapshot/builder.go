@@ -44,6 +44,11 @@ type Builder struct {
 	skipped     []Skipped
 }
 
+// MaxListed is how many errors, and how many skipped entries, a snapshot lists one by one
+// (the first in order); the rest are counted in one closing entry, so that a hostile bundle
+// of half a million links does not make a half-million-line report.
+const MaxListed = 10_000
+
 // NewBuilder starts an empty snapshot.
 func NewBuilder() *Builder {
 	return &Builder{clusters: map[string]*Cluster{}, infos: map[string]ClusterInfo{}}
@@ -63,14 +68,19 @@ func (b *Builder) DeclareCluster(info ClusterInfo) {
 // Error records something that could not be read; the scan goes on.
 func (b *Builder) Error(e finding.ScanError) {
 	b.mu.Lock()
-	b.errors = append(b.errors, e)
+	b.addError(e)
 	b.mu.Unlock()
 }
 
+func (b *Builder) addError(e finding.ScanError) { b.errors = append(b.errors, e) }
+
 // Skip records a file that held no Kubernetes object.
-func (b *Builder) Skip(file, reason string) {
+func (b *Builder) Skip(file, reason string) { b.SkipAt(file, 0, reason) }
+
+// SkipAt records a document at file:line that was not turned into an object.
+func (b *Builder) SkipAt(file string, line int, reason string) {
 	b.mu.Lock()
-	b.skipped = append(b.skipped, Skipped{File: file, Reason: reason})
+	b.skipped = append(b.skipped, Skipped{File: file, Line: line, Reason: reason})
 	b.mu.Unlock()
 }
 
@@ -373,7 +383,7 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		if r := o.helm; r != nil {
 			if r.PayloadError != nil {
 				file, line := splitSource(src)
-				b.errors = append(b.errors, finding.ScanError{Cluster: c.Name, File: file, Line: line,
+				b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line,
 					Message: fmt.Sprintf("Helm release Secret %s/%s: %v (using its labels only)", t.Namespace, t.Name, r.PayloadError)})
 			}
 			c.HelmReleases = append(c.HelmReleases, r)
@@ -512,6 +522,9 @@ func (b *Builder) Build() *Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := &Snapshot{CollectedAt: b.collectedAt, Errors: b.errors, Skipped: b.skipped}
+	if s.Skipped == nil {
+		s.Skipped = []Skipped{} // a report's skipped list is always present, even empty
+	}
 	names := make([]string, 0, len(b.clusters))
 	for n := range b.clusters {
 		names = append(names, n)
@@ -542,7 +555,26 @@ func (b *Builder) Build() *Snapshot {
 		s.ClockSource = ClockRecorded
 	}
 	sort.SliceStable(s.Errors, func(i, j int) bool { return s.Errors[i].String() < s.Errors[j].String() })
-	sort.SliceStable(s.Skipped, func(i, j int) bool { return s.Skipped[i].File < s.Skipped[j].File })
+	if n := len(s.Errors) - MaxListed; n > 0 {
+		first := s.Errors[MaxListed]
+		s.Errors = append(s.Errors[:MaxListed:MaxListed], finding.ScanError{Cluster: first.Cluster, File: first.File, Line: first.Line,
+			Message: fmt.Sprintf("this and %d more errors, not listed (the first %d are)", n-1, MaxListed)})
+	}
+	sort.SliceStable(s.Skipped, func(i, j int) bool {
+		a, b := s.Skipped[i], s.Skipped[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Reason < b.Reason
+	})
+	if n := len(s.Skipped) - MaxListed; n > 0 {
+		first := s.Skipped[MaxListed]
+		s.Skipped = append(s.Skipped[:MaxListed:MaxListed], Skipped{File: first.File, Line: first.Line,
+			Reason: fmt.Sprintf("this and %d more skipped entries, not listed (the first %d are)", n-1, MaxListed)})
+	}
 	return s
 }
 

@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -15,7 +17,7 @@ import (
 // listDecoders are the kinds whose List decodes straight into typed items: the kinds kept
 // as their plain Kubernetes or Fleet type, with nothing to tolerate on the way in (Secrets
 // are decoded leniently and Plans, events.k8s.io Events and CRDs into views, item by item).
-var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bool) ([]*Object, string, bool){
+var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bool, max int) (objs []*Object, cont string, ok, more bool){
 	"/Pod":                                decodeList[corev1.Pod],
 	"/Node":                               decodeList[corev1.Node],
 	"/Event":                              decodeList[corev1.Event],
@@ -38,13 +40,16 @@ var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bo
 // list, each item's header, each item). ok is false when it cannot: a kind without a plain
 // typed form, an item of another kind or without a name, anything that does not decode.
 // The caller then reads the list item by item, which names what is wrong.
-func PrepareList(apiVersion, kind string, data []byte) (objs []*Object, ok bool) {
+//
+// max bounds the items decoded: a List with more returns its first max items and more=true,
+// so that a small file listing a million objects is never built in memory whole.
+func PrepareList(apiVersion, kind string, data []byte, max int) (objs []*Object, ok, more bool) {
 	dec := listDecoders[groupOf(apiVersion)+"/"+kind]
 	if dec == nil {
-		return nil, false
+		return nil, false, false
 	}
-	objs, _, ok = dec(apiVersion, kind, data, false)
-	return objs, ok
+	objs, _, ok, more = dec(apiVersion, kind, data, false, max)
+	return objs, ok, more
 }
 
 // PreparePage decodes one page of a LIST answered by an API server for apiVersion/kind
@@ -57,7 +62,8 @@ func PreparePage(apiVersion, kind string, data []byte) (objs []*Object, cont str
 	if dec == nil {
 		return nil, "", false
 	}
-	return dec(apiVersion, kind, data, true)
+	objs, cont, ok, _ = dec(apiVersion, kind, data, true, -1)
+	return objs, cont, ok
 }
 
 // HasPageDecoder reports whether PreparePage can read pages of this kind.
@@ -92,27 +98,80 @@ type named interface {
 func decodeList[T any, P interface {
 	*T
 	listItem
-}](apiVersion, kind string, data []byte, page bool) ([]*Object, string, bool) {
-	var list struct {
-		Kind     string          `json:"kind"`
-		Metadata metav1.ListMeta `json:"metadata"`
-		Items    []T             `json:"items"`
+}](apiVersion, kind string, data []byte, page bool, max int) ([]*Object, string, bool, bool) {
+	// Streamed item by item (the tokens of the List itself, then one Decode per item): the
+	// same two passes over the bytes as one Unmarshal, but a count can stop it.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, "", false, false
 	}
-	if err := json.Unmarshal(data, &list); err != nil || !strings.HasSuffix(list.Kind, "List") {
-		return nil, "", false
-	}
-	out := make([]*Object, len(list.Items))
-	for i := range list.Items {
-		p := P(&list.Items[i])
-		tm, ok := p.GetObjectKind().(*metav1.TypeMeta)
-		if ok && page && tm.APIVersion == "" && tm.Kind == "" {
-			tm.APIVersion, tm.Kind = apiVersion, kind
+	var listKind string
+	var meta metav1.ListMeta
+	var out []*Object
+	sawItems := false
+	for dec.More() {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey {
+			return nil, "", false, false
 		}
-		if !ok || tm.APIVersion != apiVersion || tm.Kind != kind || p.GetName() == "" {
-			return nil, "", false
+		switch key {
+		case "kind":
+			if dec.Decode(&listKind) != nil {
+				return nil, "", false, false
+			}
+		case "metadata":
+			if dec.Decode(&meta) != nil {
+				return nil, "", false, false
+			}
+		case "items":
+			if sawItems {
+				return nil, "", false, false
+			}
+			sawItems = true
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				if t == nil && err == nil {
+					continue // "items": null
+				}
+				return nil, "", false, false
+			}
+			for dec.More() {
+				if max >= 0 && len(out) >= max {
+					return out, "", true, true // the caller stops here: the rest is not decoded
+				}
+				var it T
+				if dec.Decode(&it) != nil {
+					return nil, "", false, false
+				}
+				p := P(&it)
+				tm, ok := p.GetObjectKind().(*metav1.TypeMeta)
+				if ok && page && tm.APIVersion == "" && tm.Kind == "" {
+					tm.APIVersion, tm.Kind = apiVersion, kind
+				}
+				if !ok || tm.APIVersion != apiVersion || tm.Kind != kind || p.GetName() == "" {
+					return nil, "", false, false
+				}
+				p.SetManagedFields(nil)
+				out = append(out, finish(apiVersion, kind, p.GetNamespace(), p.GetName(), p))
+			}
+			if _, err := dec.Token(); err != nil { // ]
+				return nil, "", false, false
+			}
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return nil, "", false, false
+			}
 		}
-		p.SetManagedFields(nil)
-		out[i] = finish(apiVersion, kind, p.GetNamespace(), p.GetName(), p)
 	}
-	return out, list.Metadata.Continue, true
+	if _, err := dec.Token(); err != nil || !strings.HasSuffix(listKind, "List") {
+		return nil, "", false, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, "", false, false // more after the List: not one List
+	}
+	if out == nil {
+		out = []*Object{}
+	}
+	return out, meta.Continue, true, false
 }

@@ -42,9 +42,10 @@ type Snapshot struct {
 	byName, byFleet map[string]*Cluster
 }
 
-// Skipped is a file that held no Kubernetes object.
+// Skipped is a file, or one document of a file, that the loader did not turn into an object.
 type Skipped struct {
 	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"` // the document's first line; 0 for a whole file
 	Reason string `json:"reason"`
 }
 

@@ -3,13 +3,9 @@
 package source
 
 import (
-	"archive/tar"
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,14 +15,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	redactpkg "github.com/unstick-dev/unstick/internal/redact"
@@ -36,19 +31,29 @@ import (
 // Limits bound what an offline bundle may make unstick read.
 type Limits struct {
 	MaxFileBytes  int64 // one file
-	MaxTotalBytes int64 // the whole bundle, uncompressed
-	MaxFiles      int
-	MaxLogLines   int // the tail kept of each container log
-	MaxLineBytes  int // a longer log line is cut
+	MaxTotalBytes int64 // the whole bundle, uncompressed (an archive's member names included)
+	MaxFiles      int   // entries of every type: files, directories, links, devices
+	MaxLogLines   int   // the tail kept of each container log
+	MaxLineBytes  int   // a longer log line is cut
+	MaxNameBytes  int   // one path inside the bundle
+	// MaxObjects and MaxObjectsPerFile bound the objects decoded (List items count one each).
+	MaxObjects        int
+	MaxObjectsPerFile int
+	// MaxMemory is the loader's memory budget (see budget.go); 0: $UNSTICK_MAX_MEMORY, else
+	// DefaultMaxMemory.
+	MaxMemory int64
 }
 
 // DefaultLimits are generous for real bundles and small for hostile ones.
 var DefaultLimits = Limits{
-	MaxFileBytes:  256 << 20,
-	MaxTotalBytes: 4 << 30,
-	MaxFiles:      500_000,
-	MaxLogLines:   5000,
-	MaxLineBytes:  16 << 10,
+	MaxFileBytes:      256 << 20,
+	MaxTotalBytes:     4 << 30,
+	MaxFiles:          500_000,
+	MaxLogLines:       5000,
+	MaxLineBytes:      16 << 10,
+	MaxNameBytes:      4096,
+	MaxObjects:        1_000_000,
+	MaxObjectsPerFile: 250_000,
 }
 
 // Offline reads a bundle from a directory or a .tar.gz/.tgz file.
@@ -68,6 +73,8 @@ type entry struct {
 	outside bool
 	// skip, when set, says why the entry is skipped without being read (a link).
 	skip string
+	// member is the entry's position in its archive (1-based; 0 outside archives).
+	member int
 }
 
 func failed(rel, msg string) entry {
@@ -81,7 +88,19 @@ func (o *Offline) Load(ctx context.Context) (*snapshot.Snapshot, error) {
 	if lim.MaxFiles == 0 {
 		lim = DefaultLimits
 	}
-	entries, err := bundleEntries(o.Path, lim)
+	lim = lim.withDefaults()
+	max, err := maxMemory(lim)
+	if err != nil {
+		return nil, err
+	}
+	// The garbage collector works harder as the heap nears the budget instead of letting it
+	// grow to twice what is live; unless the user set GOMEMLIMIT, which wins.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		prev := debug.SetMemoryLimit(max + gcHeadroom)
+		defer debug.SetMemoryLimit(prev)
+	}
+	mem := newBudget(max)
+	entries, err := bundleEntries(o.Path, lim, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +108,33 @@ func (o *Offline) Load(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, fmt.Errorf("bundle %s holds no files", o.Path)
 	}
 	entries = stripCommonRoot(entries)
-	l := &loader{b: snapshot.NewBuilder(), lim: lim, base: baseName(o.Path)}
+	l := &loader{b: snapshot.NewBuilder(), lim: lim, base: baseName(o.Path), mem: mem}
 	return l.load(ctx, entries, o.Progress)
 }
 
-// bundleEntries lists the files of a bundle directory or archive, in path order.
-func bundleEntries(path string, lim Limits) ([]entry, error) {
+// gcHeadroom is what the runtime itself and the snapshot's indexes use beyond what the
+// loader accounts.
+const gcHeadroom = 64 << 20
+
+// withDefaults fills limits a caller left zero (an older Limits literal) from DefaultLimits.
+func (lim Limits) withDefaults() Limits {
+	if lim.MaxNameBytes == 0 {
+		lim.MaxNameBytes = DefaultLimits.MaxNameBytes
+	}
+	if lim.MaxObjects == 0 {
+		lim.MaxObjects = DefaultLimits.MaxObjects
+	}
+	if lim.MaxObjectsPerFile == 0 {
+		lim.MaxObjectsPerFile = DefaultLimits.MaxObjectsPerFile
+	}
+	return lim
+}
+
+// accepted says what --from reads, for every message refusing something else.
+const accepted = "unstick reads a directory, a .tar.gz/.tgz archive, or a single .yaml/.yml/.json file"
+
+// bundleEntries lists the files of a bundle directory, archive or single file, in path order.
+func bundleEntries(path string, lim Limits, mem *budget) ([]entry, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading bundle: %w", err)
@@ -102,13 +142,47 @@ func bundleEntries(path string, lim Limits) ([]entry, error) {
 	if fi.IsDir() {
 		return listDir(path, lim)
 	}
-	return readTarGz(path, lim)
+	name := strings.ToLower(filepath.Base(path))
+	switch {
+	case strings.HasSuffix(name, ".tar.gz") || strings.HasSuffix(name, ".tgz"):
+		return readArchive(path, lim, mem)
+	case declaredStructured(name):
+		return singleFile(path, fi, lim), nil
+	}
+	head := make([]byte, 512)
+	if f, err := os.Open(path); err == nil {
+		n, _ := io.ReadFull(f, head)
+		head = head[:n]
+		f.Close()
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return readArchive(path, lim, mem) // a gzip archive under another name
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")) || strings.HasSuffix(name, ".zip"):
+		return nil, fmt.Errorf("bundle %s is a zip archive: %s (unpack it, or repack it with tar czf)", path, accepted)
+	case len(head) >= 262 && string(head[257:262]) == "ustar" || strings.HasSuffix(name, ".tar"):
+		return nil, fmt.Errorf("bundle %s is a plain tar archive: %s (compress it with gzip)", path, accepted)
+	}
+	return nil, fmt.Errorf("bundle %s is neither a directory nor a .tar.gz archive: %s", path, accepted)
+}
+
+// singleFile is a bundle of one YAML or JSON file (what `kubectl get -o yaml > x.yaml` writes).
+func singleFile(path string, fi os.FileInfo, lim Limits) []entry {
+	size := fi.Size()
+	return []entry{{rel: filepath.Base(path), open: func() ([]byte, error) {
+		if size > lim.MaxFileBytes {
+			return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
+		}
+		return os.ReadFile(path)
+	}}}
 }
 
 func baseName(p string) string {
 	b := filepath.Base(filepath.Clean(p))
-	for _, ext := range []string{".tar.gz", ".tgz"} {
-		b = strings.TrimSuffix(b, ext)
+	for _, ext := range []string{".tar.gz", ".tgz", ".yaml", ".yml", ".json"} {
+		if strings.HasSuffix(strings.ToLower(b), ext) {
+			return b[:len(b)-len(ext)]
+		}
 	}
 	return b
 }
@@ -121,7 +195,12 @@ func listDir(root string, lim Limits) ([]entry, error) {
 	}
 	var out []entry
 	var total int64
+	seen := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		// Every entry counts toward the file limit, whatever its type.
+		if seen++; seen > lim.MaxFiles {
+			return fmt.Errorf("bundle %s has more than %d files (entries of every type count)", root, lim.MaxFiles)
+		}
 		if err != nil {
 			if p == root {
 				return fmt.Errorf("reading bundle: %w", err)
@@ -148,9 +227,6 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
-		if len(out) >= lim.MaxFiles {
-			return fmt.Errorf("bundle %s has more than %d files", root, lim.MaxFiles)
-		}
 		total += info.Size()
 		if total > lim.MaxTotalBytes {
 			return fmt.Errorf("bundle %s is larger than %d MiB", root, lim.MaxTotalBytes>>20)
@@ -167,84 +243,6 @@ func listDir(root string, lim Limits) ([]entry, error) {
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
 	return out, err
-}
-
-func readTarGz(file string, lim Limits) ([]entry, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading bundle: %w", err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
-	if err != nil {
-		return nil, fmt.Errorf("bundle %s is neither a directory nor a .tar.gz archive: %w", file, err)
-	}
-	tr := tar.NewReader(zr)
-	var out []entry
-	var total int64
-	// cut records an archive that ends early or is corrupt part-way: what was read before is
-	// kept and the archive itself is named in the errors.
-	cut := func(err error) ([]entry, error) {
-		if len(out) == 0 {
-			return nil, fmt.Errorf("bundle %s: reading archive: %w", file, err)
-		}
-		out = append(out, failed(filepath.Base(file), fmt.Sprintf("archive is truncated or corrupt after %d entries: %v; the entries before were read", len(out), err)))
-		sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-		return out, nil
-	}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			// The tar stream ended: read what is left of the gzip stream (padding) so that its
-			// checksum is verified; a corrupt archive must not pass for a complete one.
-			if _, err := io.Copy(io.Discard, io.LimitReader(zr, 1<<20)); err != nil {
-				return cut(err)
-			}
-			break
-		}
-		if err != nil {
-			return cut(err)
-		}
-		if h.Typeflag == tar.TypeDir {
-			continue
-		}
-		rel := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
-			out = append(out, failed(h.Name, "path escapes the bundle; ignored"))
-			continue
-		}
-		if h.Typeflag != tar.TypeReg {
-			// links and devices are never followed or created
-			out = append(out, entry{rel: rel, skip: fmt.Sprintf("archive entry of type %q (link or device), not read", h.Typeflag)})
-			continue
-		}
-		if len(out) >= lim.MaxFiles {
-			return nil, fmt.Errorf("bundle %s has more than %d files", file, lim.MaxFiles)
-		}
-		if h.Size > lim.MaxFileBytes {
-			size := h.Size
-			out = append(out, entry{rel: rel, open: func() ([]byte, error) {
-				return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
-			}})
-			continue
-		}
-		total += h.Size
-		if total > lim.MaxTotalBytes {
-			return nil, fmt.Errorf("bundle %s unpacks to more than %d MiB", file, lim.MaxTotalBytes>>20)
-		}
-		// h.Size is within the limits checked above: read exactly that. (io.ReadAll would keep
-		// a 512-byte buffer for each of half a million empty members, and up to twice the size
-		// of big ones.) A header that lies about its size costs one such buffer, then the
-		// archive is reported cut.
-		data := make([]byte, h.Size)
-		_, err = io.ReadFull(tr, data)
-		if err != nil {
-			return cut(fmt.Errorf("reading %s: %w", rel, err))
-		}
-		out = append(out, entry{rel: rel, data: data})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-	return out, nil
 }
 
 // stripCommonRoot removes one top directory shared by every entry, as `tar czf x.tgz dir/`
@@ -278,6 +276,13 @@ type loader struct {
 	lim  Limits
 	base string
 	info *BundleInfo
+	mem  *budget
+
+	decoded atomic.Int64 // objects decoded so far, in every file
+	// full, once set, says why the bundle stopped being read (a limit of the whole bundle);
+	// notRead counts the files left unread after it.
+	full    atomic.Pointer[finding.ScanError]
+	notRead atomic.Int64
 }
 
 const rootCluster = "\x00root"
@@ -318,7 +323,7 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 	l.declare(subs)
 
 	workers := runtime.GOMAXPROCS(0)
-	jobs := make(chan entry)
+	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var done int
 	var mu sync.Mutex
@@ -326,8 +331,13 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for e := range jobs {
-				l.file(e, single)
+			for i := range jobs {
+				l.file(es[i], single)
+				// An archive member's bytes are let go once read.
+				if n := int64(len(es[i].data)); n > 0 {
+					es[i].data = nil
+					l.mem.free(n)
+				}
 				if progress != nil {
 					mu.Lock()
 					done++
@@ -338,16 +348,23 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		}()
 	}
 	var err error
-	for _, e := range es {
+	for i := range es {
 		if err = ctx.Err(); err != nil {
 			break
 		}
-		jobs <- e
+		jobs <- i
 	}
 	close(jobs)
 	wg.Wait()
 	if err != nil {
 		return nil, err
+	}
+	if stop := l.full.Load(); stop != nil {
+		e := *stop
+		if n := l.notRead.Load(); n > 0 {
+			e.Message += fmt.Sprintf("; %d more files were not read", n)
+		}
+		l.b.Error(e)
 	}
 	s := l.b.Build()
 	l.nameRoot(s)
@@ -499,6 +516,10 @@ func (l *loader) file(e entry, single string) {
 		l.b.Skip(e.rel, e.skip)
 		return
 	}
+	if l.full.Load() != nil {
+		l.notRead.Add(1)
+		return
+	}
 	cluster, rest := clusterOf(e.rel, single)
 	if e.outside {
 		cluster, rest = rootCluster, ""
@@ -510,6 +531,15 @@ func (l *loader) file(e entry, single string) {
 	}
 	data = utf8Text(data)
 	if m := logPath.FindStringSubmatch(rest); m != nil {
+		// Splitting a log into lines holds about twice its size for a moment.
+		cost := 2 * int64(len(data))
+		if !l.mem.reserve(cost) {
+			l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: e.rel, Message: fmt.Sprintf(
+				"not read: reading this %s log needs about %s, more than is left of the memory budget of %s (raise it with %s)",
+				mib(int64(len(data))), mib(cost), mib(l.mem.max), MemoryEnv)})
+			return
+		}
+		defer l.mem.release(cost)
 		l.b.AddLog(cluster, m[1], m[2], m[3], m[4] != "", e.rel, tailLines(data, l.lim))
 		return
 	}
@@ -579,292 +609,6 @@ func declaredStructured(rel string) bool {
 func looksLikeObject(b []byte) bool {
 	t := bytes.TrimSpace(b)
 	return len(t) > 0 && (t[0] == '{' || bytes.Contains(b, []byte("apiVersion:")) || bytes.Contains(b, []byte(`"apiVersion"`)))
-}
-
-// objects reads every object of one file.
-func (l *loader) objects(cluster, rel string, data []byte) {
-	t := bytes.TrimSpace(data)
-	if len(t) == 0 {
-		l.b.Skip(rel, "empty file")
-		return
-	}
-	strict := declaredStructured(rel) || looksLikeObject(t)
-	var found int
-	var parseErr *finding.ScanError
-	if t[0] == '{' || t[0] == '[' {
-		found, parseErr = l.jsonStream(cluster, rel, data)
-	} else {
-		found, parseErr = l.yamlDocs(cluster, rel, data)
-	}
-	if parseErr != nil {
-		if strict || found > 0 {
-			parseErr.Cluster = displayCluster(cluster)
-			l.b.Error(*parseErr)
-		} else {
-			l.b.Skip(rel, "not YAML or JSON")
-		}
-		return
-	}
-	if found == 0 {
-		l.b.Skip(rel, "no Kubernetes object (no apiVersion and kind)")
-	}
-}
-
-func (l *loader) jsonStream(cluster, rel string, data []byte) (int, *finding.ScanError) {
-	if apiVersion, kind, ok := listItemKind(data); ok {
-		if objs, ok := snapshot.PrepareList(apiVersion, kind, data); ok && len(objs) > 0 {
-			src := fmt.Sprintf("%s:%d", rel, lineAt(data, int64(leadingSpace(data))))
-			for i, o := range objs {
-				l.b.Add(cluster, fmt.Sprintf("%s items[%d]", src, i), o)
-			}
-			return len(objs), nil
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	found := 0
-	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == io.EOF {
-			return found, nil
-		}
-		if err != nil {
-			off := dec.InputOffset()
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				off = se.Offset
-			}
-			msg := "invalid JSON: " + err.Error()
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				msg = "invalid JSON: unexpected end of input (truncated file?)"
-			}
-			return found, &finding.ScanError{File: rel, Line: lineAt(data, off), Message: msg}
-		}
-		r := bytes.TrimSpace(raw)
-		if len(r) > 0 && r[0] == '[' {
-			var items []json.RawMessage
-			if err := json.Unmarshal(r, &items); err != nil {
-				return found, &finding.ScanError{File: rel, Message: "invalid JSON array: " + err.Error()}
-			}
-			for _, it := range items {
-				found += l.object(cluster, rel, 0, it)
-			}
-			continue
-		}
-		found += l.object(cluster, rel, lineAt(data, dec.InputOffset()-int64(len(raw))), raw)
-	}
-}
-
-// listItemKind reads, without decoding the file, the apiVersion and kind of the first item
-// of a JSON List as kubectl and Go's encoders write one (keys sorted, so a List's
-// apiVersion comes before its items, and an item's apiVersion and kind before anything
-// else): {"apiVersion":"v1","items":[{"apiVersion":"fleet.cattle.io/v1alpha1","kind":...
-// Anything else — another key order, escapes, an empty list — answers ok=false and the
-// file is read the general way.
-func listItemKind(data []byte) (apiVersion, kind string, ok bool) {
-	s := jsonSniffer{b: data}
-	if !s.next('{') {
-		return "", "", false
-	}
-	for {
-		key, ok := s.str()
-		if !ok || !s.next(':') {
-			return "", "", false
-		}
-		if key == "items" {
-			break
-		}
-		if _, ok := s.str(); !ok || !s.next(',') {
-			return "", "", false
-		}
-	}
-	if !s.next('[') || !s.next('{') {
-		return "", "", false
-	}
-	for apiVersion == "" || kind == "" {
-		key, ok := s.str()
-		if !ok || !s.next(':') {
-			return "", "", false
-		}
-		v, ok := s.str()
-		if !ok {
-			return "", "", false
-		}
-		switch key {
-		case "apiVersion":
-			apiVersion = v
-		case "kind":
-			kind = v
-		}
-		if !s.next(',') {
-			return "", "", false
-		}
-	}
-	return apiVersion, kind, true
-}
-
-type jsonSniffer struct {
-	b []byte
-	i int
-}
-
-func (s *jsonSniffer) skipSpace() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
-		s.i++
-	}
-}
-
-// next consumes c after optional white space.
-func (s *jsonSniffer) next(c byte) bool {
-	s.skipSpace()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// str consumes a string without escapes.
-func (s *jsonSniffer) str() (string, bool) {
-	if !s.next('"') {
-		return "", false
-	}
-	end := bytes.IndexByte(s.b[s.i:], '"')
-	if end < 0 || bytes.IndexByte(s.b[s.i:s.i+end], '\\') >= 0 {
-		return "", false
-	}
-	v := string(s.b[s.i : s.i+end])
-	s.i += end + 1
-	return v, true
-}
-
-func leadingSpace(b []byte) int { return len(b) - len(bytes.TrimLeft(b, " \t\r\n")) }
-
-func lineAt(data []byte, off int64) int {
-	if off < 0 {
-		off = 0
-	}
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	return bytes.Count(data[:off], []byte("\n")) + 1
-}
-
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
-func (l *loader) yamlDocs(cluster, rel string, data []byte) (int, *finding.ScanError) {
-	found := 0
-	for _, d := range splitYAML(data) {
-		if len(bytes.TrimSpace(stripComments(d.body))) == 0 {
-			continue
-		}
-		j, err := yaml.YAMLToJSON(d.body)
-		if err != nil {
-			line := d.line
-			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				line = d.line + n - 1
-			}
-			msg := yamlLine.ReplaceAllString(err.Error(), "line "+strconv.Itoa(line))
-			return found, &finding.ScanError{File: rel, Line: line, Message: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
-		}
-		found += l.object(cluster, rel, d.line+leadingBlank(d.body), j)
-	}
-	return found, nil
-}
-
-type doc struct {
-	line int
-	body []byte
-}
-
-// splitYAML cuts a multi-document stream at "---" lines, remembering where each starts.
-func splitYAML(data []byte) []doc {
-	var out []doc
-	start, startLine, line := 0, 1, 1
-	for i := 0; i <= len(data); {
-		end := bytes.IndexByte(data[i:], '\n')
-		var ln []byte
-		next := len(data) + 1
-		if end < 0 {
-			ln = data[i:]
-		} else {
-			ln = data[i : i+end]
-			next = i + end + 1
-		}
-		if isDocSep(ln) {
-			out = append(out, doc{line: startLine, body: data[start:i]})
-			start, startLine = min(next, len(data)), line+1
-		}
-		i = next
-		line++
-	}
-	out = append(out, doc{line: startLine, body: data[start:]})
-	return out
-}
-
-func isDocSep(ln []byte) bool {
-	ln = bytes.TrimRight(ln, " \t\r")
-	return bytes.Equal(ln, []byte("---")) || bytes.HasPrefix(ln, []byte("--- ")) || bytes.HasPrefix(ln, []byte("---#"))
-}
-
-// leadingBlank counts the blank and comment lines a document starts with, so that an object
-// is cited at its first line of content.
-func leadingBlank(b []byte) int {
-	n := 0
-	for _, ln := range bytes.Split(b, []byte("\n")) {
-		if t := bytes.TrimSpace(ln); len(t) > 0 && t[0] != '#' {
-			break
-		}
-		n++
-	}
-	return n
-}
-
-func stripComments(b []byte) []byte {
-	var out [][]byte
-	for _, ln := range bytes.Split(b, []byte("\n")) {
-		if t := bytes.TrimSpace(ln); len(t) > 0 && t[0] != '#' {
-			out = append(out, ln)
-		}
-	}
-	return bytes.Join(out, []byte("\n"))
-}
-
-// object adds one JSON object (expanding Lists); it returns how many objects it found.
-func (l *loader) object(cluster, rel string, line int, raw []byte) int {
-	var h snapshot.Header
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return 0 // a scalar or array document: not an object
-	}
-	if !h.IsObject() {
-		return 0
-	}
-	if h.Kind == BundleInfoKind && strings.HasPrefix(h.APIVersion, "unstick.dev/") {
-		return 1 // metadata found away from the root: not an object to judge
-	}
-	src := rel
-	if line > 0 {
-		src = fmt.Sprintf("%s:%d", rel, line)
-	}
-	if h.IsList() {
-		n := 0
-		for i, it := range h.Items {
-			n += l.object(cluster, fmt.Sprintf("%s items[%d]", src, i), 0, it)
-		}
-		if n == 0 {
-			return 1 // an empty list is still a Kubernetes document
-		}
-		return n
-	}
-	if h.Metadata.Name == "" {
-		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: fmt.Sprintf("%s object has no metadata.name; ignored", h.Kind)})
-		return 1
-	}
-	if err := l.b.AddJSON(cluster, src, &h, raw); err != nil {
-		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: rel, Line: line, Message: "cannot decode " + err.Error()})
-	}
-	return 1
 }
 
 // tailLines keeps the last MaxLogLines lines, each cut at MaxLineBytes, with credentials

@@ -140,7 +140,7 @@ func describeSnap(s *snapshot.Snapshot) string {
 		fmt.Fprintf(&b, "error %s\n", e.String())
 	}
 	for _, k := range s.Skipped {
-		fmt.Fprintf(&b, "skipped %s: %s\n", k.File, k.Reason)
+		fmt.Fprintf(&b, "skipped %s:%d: %s\n", k.File, k.Line, k.Reason)
 	}
 	return b.String()
 }

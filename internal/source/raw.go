@@ -21,7 +21,7 @@ type RawObject struct {
 // ReadRawObjects calls fn for every Kubernetes object of a bundle (directory or .tar.gz),
 // Lists expanded, in file order. Files that do not parse are skipped; logs are ignored.
 func ReadRawObjects(path string, fn func(RawObject) error) error {
-	es, err := bundleEntries(path, DefaultLimits)
+	es, err := bundleEntries(path, DefaultLimits, rawBudget())
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ type RawLog struct {
 
 // ReadRawLogs calls fn for every container log file of a bundle (directory or .tar.gz).
 func ReadRawLogs(path string, fn func(RawLog) error) error {
-	es, err := bundleEntries(path, DefaultLimits)
+	es, err := bundleEntries(path, DefaultLimits, rawBudget())
 	if err != nil {
 		return err
 	}
@@ -125,4 +125,13 @@ func ReadRawLogs(path string, fn func(RawLog) error) error {
 		}
 	}
 	return nil
+}
+
+// rawBudget is the memory budget for reading a bundle raw: the loader's.
+func rawBudget() *budget {
+	max, err := maxMemory(DefaultLimits)
+	if err != nil {
+		max = DefaultMaxMemory
+	}
+	return newBudget(max)
 }

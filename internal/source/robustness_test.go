@@ -540,11 +540,12 @@ func TestBadInputCatalogue(t *testing.T) {
 				}
 				wantError(t, s, "badspec.yaml", 1, "cannot decode Pod cattle-fleet-system/fleet-agent-7d9c5b6f4-zz9kq")
 				wantError(t, s, "deployment.json", 1, "cannot decode Deployment cattle-fleet-system/fleet-agent")
-				wantSkipped(t, s, "numkind.yaml", "no Kubernetes object")
-				wantSkipped(t, s, "listitems.yaml", "no Kubernetes object")
-				if skippedFor(s, "scalars.yaml") != "" || len(errorsFor(s, "scalars.yaml")) > 0 {
-					t.Errorf("a List of scalars is an empty List: neither skipped nor an error:\n%s", describeSnap(s))
-				}
+				wantSkipped(t, s, "numkind.yaml", "kind is not a string")
+				wantSkipped(t, s, "listitems.yaml", "items is not a list")
+				// Each scalar of a List is named, with the List's line.
+				wantSkippedAt(t, s, "scalars.yaml", 1, "items[0]: a bare number")
+				wantSkippedAt(t, s, "scalars.yaml", 1, "items[1]: a bare string")
+				wantSkippedAt(t, s, "scalars.yaml", 1, "items[2]: a sequence, not a mapping")
 			},
 		},
 		{
@@ -560,8 +561,8 @@ func TestBadInputCatalogue(t *testing.T) {
 			check: func(t *testing.T, s *snapshot.Snapshot, err error) {
 				wantError(t, s, "nometa.yaml", 1, "Pod object has no metadata.name")
 				wantError(t, s, "noname.yaml", 1, "ConfigMap object has no metadata.name")
-				wantSkipped(t, s, "nokind.yaml", "no apiVersion and kind")
-				wantSkipped(t, s, "noapiversion.json", "no apiVersion and kind")
+				wantSkipped(t, s, "nokind.yaml", "no kind (apiVersion v1)")
+				wantSkipped(t, s, "noapiversion.json", "no apiVersion (kind Pod)")
 				if len(onlyCluster(t, s).Pods) != 1 || len(s.Errors) != 2 {
 					t.Errorf("two errors, the good Pod loads:\n%s", describeSnap(s))
 				}
@@ -773,7 +774,7 @@ func TestBadInputCatalogue(t *testing.T) {
 				}
 				// the member named with backslashes has no "/", so the top directory stays in the names
 				for _, n := range []string{"bundle/hard.yaml", "bundle/logs", "bundle/dev", "bundle/fifo"} {
-					wantSkipped(t, s, n, "link or device")
+					wantSkipped(t, s, n, "archive entry of type")
 				}
 				// on Linux a backslash is part of a name: an odd member name, read in memory like
 				// any other, never a path
@@ -819,9 +820,10 @@ func TestBadInputCatalogue(t *testing.T) {
 				ts.close(t)
 				return p
 			},
-			maxHeap: 100 << 20,
+			maxHeap: 160 << 20, // the 60 MiB read before the refusal, and their log lines as they are cut
 			check: func(t *testing.T, s *snapshot.Snapshot, err error) {
-				wantLoadError(t, s, err, "bomb.tar.gz", "unpacks to more than 64 MiB")
+				// Refused part-way: what came before is read, the refusal is an error on the archive.
+				wantError(t, s, "bomb.tar.gz", 0, "was refused after 5 entries", "unpacks to more than 64 MiB", "the rest was not")
 			},
 		},
 		{
@@ -857,7 +859,7 @@ func TestBadInputCatalogue(t *testing.T) {
 			},
 			maxHeap: 256 << 20,
 			check: func(t *testing.T, s *snapshot.Snapshot, err error) {
-				wantLoadError(t, s, err, "many.tar.gz", fmt.Sprintf("more than %d files", DefaultLimits.MaxFiles))
+				wantError(t, s, "many.tar.gz", 0, "was refused", fmt.Sprintf("more than %d files", DefaultLimits.MaxFiles))
 			},
 		},
 		{
@@ -873,7 +875,10 @@ func TestBadInputCatalogue(t *testing.T) {
 				return p
 			},
 			check: func(t *testing.T, s *snapshot.Snapshot, err error) {
-				wantLoadError(t, s, err, "many.tar.gz", "more than 100 files")
+				wantError(t, s, "many.tar.gz", 0, "was refused after 101 entries", "more than 100 files")
+				if len(onlyCluster(t, s).Pods) != 1 || len(s.Errors) != 1 {
+					t.Errorf("the members before the refusal load (one Pod, 100 times):\n%s", describeSnap(s))
+				}
 			},
 		},
 	})
