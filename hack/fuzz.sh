@@ -25,6 +25,9 @@ targets=(
 	./internal/classify:FuzzClassify
 	./internal/imageref:FuzzParse
 	./internal/remediate/execute:FuzzReadJournal
+	./internal/report:FuzzRenderLoaded
+	./internal/report:FuzzRenderStrings
+	./internal/textsafe:FuzzText
 )
 
 want() {

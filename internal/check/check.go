@@ -103,10 +103,14 @@ func Run(ctx *Context, checks []Check) Result {
 	}
 	wg.Wait()
 	var res Result
+	var ix *snapIndex
+	if !ctx.Measure {
+		ix = indexSnapshot(ctx.Snap)
+	}
 	for i, o := range outs {
 		for j := range o.fs {
 			if !ctx.Measure {
-				personalise(&o.fs[j])
+				personalise(ix, &o.fs[j])
 			}
 		}
 		res.Findings = append(res.Findings, o.fs...)

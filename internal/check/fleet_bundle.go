@@ -12,6 +12,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
 	"github.com/unstick-dev/unstick/internal/snapshot"
+	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
 // bdMessage is the most telling message a BundleDeployment carries: a False Deployed or
@@ -264,8 +265,5 @@ func suffix(sep, s string) string {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
+	return textsafe.Clip(s, 300)
 }

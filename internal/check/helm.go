@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 
@@ -14,14 +15,27 @@ import (
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
-// helmReleases judges each Helm release by its newest stored revision.
+// helmReleases judges each Helm release by its stored history.
 //
 // Field reports' "Pending-Upgrade": an agent killed mid-upgrade leaves its own release
 // pending-upgrade, after which every helm operation fails with "another operation
-// (install/upgrade/rollback) is in progress" (helm pkg/action). Fleet retries with a rollback,
-// so a release that stays pending means that retry keeps failing. With only a pending
-// revision left, or the one before it pruned (Fleet keeps 2 revisions), there is nothing to
+// (install/upgrade/rollback) is in progress" (helm pkg/action). Fleet answers that error with a
+// rollback and a retry, each writing a new pending revision, so a release that stays pending
+// is measured from the first revision of its unbroken pending run (helm_pending.go). With no
+// deployed revision, or the one a rollback needs pruned (Fleet keeps 2), there is nothing to
 // roll back to: "has no deployed releases" / "release has no <n> version".
+//
+// Every status Helm writes (pkg/release/status.go) is judged by the newest revision:
+//   - pending-install, pending-upgrade, pending-rollback: helm/release-pending once the run is
+//     older than helm.pendingAfter; with nothing to roll back to, also helm/no-deployed-release.
+//   - failed: helm/release-failed; with no revision deployed now or before (superseded), also
+//     helm/no-deployed-release.
+//   - uninstalling: an uninstall that never finished (a pre-delete hook that fails leaves the
+//     release so, helm#9241, longhorn#5187); with no earlier revision to roll back to,
+//     helm/no-deployed-release: upgrades fail with "has no deployed releases".
+//   - superseded, unknown: a newest revision that is not the deployed one, with no earlier
+//     revision that was deployed, is helm/no-deployed-release.
+//   - deployed: healthy. uninstalled: removed on purpose with --keep-history; not reported.
 var helmReleases = Check{
 	Name:  "helm/releases",
 	Emits: []string{"helm/release-pending", "helm/release-failed", "helm/no-deployed-release"},
@@ -30,63 +44,111 @@ var helmReleases = Check{
 		pendingAfter := ctx.Thresholds.Duration("helm.pendingAfter")
 		for _, c := range ctx.Snap.Clusters {
 			for _, hist := range releaseHistories(c) {
-				newest := hist[len(hist)-1]
-				deployed := lastWithStatus(hist, "deployed")
-				base := func(id, summary string) finding.Finding {
-					f := ctx.New(id, c, ref("v1", "Secret", newest.Namespace, newest.SecretName), summary)
-					f.Keys = releaseKeys(ctx.Snap, c, newest)
-					f.Evidence = releaseEvidence(c, hist)
-					f.Vars = map[string]string{"release": newest.Name, "rev": strconv.Itoa(newest.Revision)}
-					if deployed != nil {
-						f.Vars["last-deployed-revision"] = strconv.Itoa(deployed.Revision)
-					}
-					if fc := agentFleetCluster(ctx.Snap, c, newest); fc != nil {
-						for k, v := range agentVars(fc) {
-							f.Vars[k] = v
-						}
-						f.Vars["bundle"] = newest.Name
-					}
-					return f
-				}
-				switch {
-				case newest.IsPending():
-					age := ctx.Age(newest.Since())
-					if newest.Since().IsZero() || age < pendingAfter {
-						continue
-					}
-					f := base("helm/release-pending", fmt.Sprintf("Helm release %s/%s revision %d has been %s for %s; Helm refuses every other operation on it (\"another operation (install/upgrade/rollback) is in progress\")",
-						newest.Namespace, newest.Name, newest.Revision, newest.Status, human(age)))
-					f.Since = timePtr(newest.Since())
-					f.Signature = "helm-pending|" + newest.Status + "|" + chartSignature(newest)
-					out = append(out, f)
-					// Nothing to roll back to: Helm's Deployed() answers "has no deployed
-					// releases", or the revision a rollback targets (newest-1) was pruned —
-					// Fleet keeps 2 revisions, Helm's pruning spares only the last deployed
-					// one — and Helm answers "release has no <n> version". (Fleet v0.16 marks
-					// such an orphaned pending revision failed itself; one that persists past
-					// helm.pendingAfter means that did not happen.) A failed newest revision is
-					// not blocked this way: with nothing deployed Fleet installs over it
-					// (install with Replace), so it is only helm/release-failed.
-					prev := newest.Revision - 1
-					if deployed == nil || (prev > 0 && !hasRevision(hist, prev)) {
-						why := "no revision is deployed"
-						if deployed != nil {
-							why = fmt.Sprintf("revision %d, the target of a rollback from revision %d, is no longer stored", prev, newest.Revision)
-						}
-						g := base("helm/no-deployed-release", fmt.Sprintf("Helm release %s/%s has nothing to roll back to: %s (history: %s)", newest.Namespace, newest.Name, why, historyLine(hist)))
-						g.Since = timePtr(newest.Since())
-						out = append(out, g)
-					}
-				case newest.Status == "failed":
-					f := base("helm/release-failed", fmt.Sprintf("Helm release %s/%s revision %d failed: %s", newest.Namespace, newest.Name, newest.Revision, orDash(newest.Description)))
-					f.Since = timePtr(newest.Since())
-					f.Signature = "helm-failed|" + chartSignature(newest)
-					out = append(out, f)
-				}
+				out = append(out, judgeRelease(ctx, c, hist, pendingAfter)...)
 			}
 		}
 		return out, nil
 	},
+}
+
+func judgeRelease(ctx *Context, c *snapshot.Cluster, hist []*helmrelease.Release, pendingAfter time.Duration) []finding.Finding {
+	var out []finding.Finding
+	newest := hist[len(hist)-1]
+	deployed := lastWithStatus(hist, helmrelease.StatusDeployed)
+	base := func(id, summary string) finding.Finding {
+		f := ctx.New(id, c, ref("v1", "Secret", newest.Namespace, newest.SecretName), summary)
+		f.Keys = releaseKeys(ctx.Snap, c, newest)
+		f.Evidence = releaseEvidence(c, hist)
+		f.Vars = map[string]string{"release": newest.Name, "rev": strconv.Itoa(newest.Revision)}
+		if deployed != nil {
+			f.Vars["last-deployed-revision"] = strconv.Itoa(deployed.Revision)
+		}
+		if fc := agentFleetCluster(ctx.Snap, c, newest); fc != nil {
+			for k, v := range agentVars(fc) {
+				f.Vars[k] = v
+			}
+			f.Vars["bundle"] = newest.Name
+		}
+		return f
+	}
+	// since is when the release entered the state it is stuck in.
+	since := newest.Since()
+	switch {
+	case newest.IsPending():
+		run := pendingRun(hist)
+		since = runStart(run)
+		if since.IsZero() || ctx.Age(since) < pendingAfter {
+			return nil
+		}
+		f := base("helm/release-pending", pendingSummary(ctx, newest, run, since))
+		f.Evidence = pendingEvidence(c, hist, run)
+		f.Since = timePtr(since)
+		f.Signature = "helm-pending|" + newest.Status + "|" + chartSignature(newest)
+		out = append(out, f)
+	case newest.Status == helmrelease.StatusFailed:
+		f := base("helm/release-failed", fmt.Sprintf("Helm release %s/%s revision %d failed: %s", newest.Namespace, newest.Name, newest.Revision, orDash(newest.Description)))
+		f.Since = timePtr(since)
+		f.Signature = "helm-failed|" + chartSignature(newest)
+		out = append(out, f)
+	}
+	if why := nothingToRollBackTo(hist, deployed); why != "" && !since.IsZero() && ctx.Age(since) >= pendingAfter {
+		g := base("helm/no-deployed-release", fmt.Sprintf("Helm release %s/%s has nothing to roll back to: %s (history: %s)", newest.Namespace, newest.Name, why, historyLine(hist)))
+		g.Since = timePtr(since)
+		out = append(out, g)
+	}
+	return out
+}
+
+// nothingToRollBackTo says why a release has no revision to return to, or "" when it has one
+// (or was uninstalled on purpose). Helm's Deployed() answers "has no deployed releases" when no
+// revision is deployed, and a rollback without a version targets the newest revision minus
+// one, answering "release has no <n> version" when that record was pruned — Fleet keeps 2
+// revisions and Helm's pruning spares only the last deployed one. (Fleet v0.16 marks an
+// orphaned pending revision failed itself; one that persists past helm.pendingAfter means that
+// did not happen.)
+func nothingToRollBackTo(hist []*helmrelease.Release, deployed *helmrelease.Release) string {
+	newest := hist[len(hist)-1]
+	if deployed != nil {
+		prev := newest.Revision - 1
+		if newest.IsPending() && prev > 0 && !hasRevision(hist, prev) {
+			return fmt.Sprintf("revision %d, the target of a rollback from revision %d, is no longer stored", prev, newest.Revision)
+		}
+		return ""
+	}
+	if newest.Status == helmrelease.StatusUninstalled {
+		return "" // helm uninstall --keep-history: removed on purpose
+	}
+	if !newest.IsPending() && onceDeployedBefore(hist) != nil {
+		// A superseded revision was deployed once: `helm rollback <release> <rev>` returns to it
+		// (a failed upgrade whose post-upgrade hook failed leaves the previous one superseded).
+		return ""
+	}
+	switch newest.Status {
+	case helmrelease.StatusUninstalling:
+		return fmt.Sprintf("revision %d has been uninstalling since %s, an uninstall that never finished (a pre-delete hook that fails leaves a release so), and no revision is deployed: upgrades fail with \"has no deployed releases\"",
+			newest.Revision, timeOrDash(newest.Since()))
+	case helmrelease.StatusFailed:
+		return fmt.Sprintf("revision %d failed and no revision is or was deployed", newest.Revision)
+	case helmrelease.StatusDeployed:
+		return ""
+	}
+	if newest.IsPending() {
+		return "no revision is deployed"
+	}
+	return fmt.Sprintf("the newest revision %d is %s and no revision is deployed (the deployed revision's record is gone)", newest.Revision, orDash(newest.Status))
+}
+
+// onceDeployedBefore is the newest revision before the newest that was deployed once
+// (superseded), or nil.
+func onceDeployedBefore(hist []*helmrelease.Release) *helmrelease.Release {
+	return lastWithStatus(hist[:len(hist)-1], helmrelease.StatusSuperseded)
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // chartSignature is the cluster-independent part of a release's chart for fleet-wide
@@ -200,25 +262,29 @@ func releaseEvidence(c *snapshot.Cluster, hist []*helmrelease.Release) []finding
 	var out []finding.Evidence
 	for i := len(hist) - 1; i >= 0 && len(out) < 4; i-- {
 		r := hist[i]
-		src := sourceOf(c, ref("v1", "Secret", r.Namespace, r.SecretName))
-		chart := r.Chart
-		if r.ChartVersion != "" {
-			chart += "-" + r.ChartVersion
-		}
-		text := fmt.Sprintf("revision %d: status=%s chart=%s", r.Revision, r.Status, orDash(chart))
-		if r.AppVersion != "" {
-			text += " appVersion=" + r.AppVersion
-		}
-		if !r.Since().IsZero() {
-			text += " updated=" + r.Since().UTC().Format("2006-01-02T15:04:05Z")
-		}
-		if r.Description != "" {
-			text += fmt.Sprintf(" description=%q", r.Description)
-		}
-		if r.PayloadError != nil {
-			text += " (record unreadable; from Secret labels)"
-		}
-		out = append(out, finding.Evidence{Source: src, Text: text})
+		out = append(out, finding.Evidence{Source: sourceOf(c, ref("v1", "Secret", r.Namespace, r.SecretName)), Text: revisionText(r)})
 	}
 	return out
+}
+
+// revisionText is one revision as evidence: status, chart, time and Helm's description.
+func revisionText(r *helmrelease.Release) string {
+	chart := r.Chart
+	if r.ChartVersion != "" {
+		chart += "-" + r.ChartVersion
+	}
+	text := fmt.Sprintf("revision %d: status=%s chart=%s", r.Revision, r.Status, orDash(chart))
+	if r.AppVersion != "" {
+		text += " appVersion=" + r.AppVersion
+	}
+	if !r.Since().IsZero() {
+		text += " updated=" + r.Since().UTC().Format("2006-01-02T15:04:05Z")
+	}
+	if r.Description != "" {
+		text += fmt.Sprintf(" description=%q", r.Description)
+	}
+	if r.PayloadError != nil {
+		text += " (record unreadable; from Secret labels)"
+	}
+	return text
 }

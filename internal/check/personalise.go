@@ -1,6 +1,7 @@
 package check
 
 import (
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -8,17 +9,21 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 )
 
-// personalise fills the placeholders of a finding's remediation commands with what the
-// finding knows — its object's namespace and name, and the values its check recorded in
-// Vars — so the printed command is the one to run. Placeholders nothing knows stay as they
-// are, for the operator to fill.
-func personalise(f *finding.Finding) {
+// personalise fills the placeholders of a finding's remediation commands with what is known
+// — its object's namespace and name, what the snapshot holds around it (its cluster's Fleet
+// Cluster, the bundle's generation, the pod's Deployment) and the values its check recorded
+// in Vars — and aims each command at its cluster with --context, so the printed command is
+// the one to run. A placeholder nothing knows stays, and the step says in words what it
+// stands for. Without a snapshot only the object and Vars are used and nothing is aimed.
+func personalise(ix *snapIndex, f *finding.Finding) {
 	vars := objectVars(f.Object)
+	for k, v := range snapshotVars(ix, f, mergedVars(vars, f.Vars)) {
+		if _, ok := vars[k]; !ok {
+			vars[k] = v
+		}
+	}
 	for k, v := range f.Vars {
 		vars[k] = v
-	}
-	if len(vars) == 0 {
-		return
 	}
 	// A key "name@word" fills <name> only in commands that contain word: <n+1> is the next
 	// redeployAgentGeneration in one command and the next forceSyncGeneration in another.
@@ -32,25 +37,123 @@ func personalise(f *finding.Finding) {
 		}
 	}
 	sort.Strings(words)
+	var a *aimer
+	if ix != nil {
+		x := newAimer(ix, f)
+		a = &x
+	}
 	steps := make([]finding.Step, len(f.Remediation))
-	for i, s := range f.Remediation {
-		s.Commands = append([]string(nil), s.Commands...)
-		for j, c := range s.Commands {
+	for i, st := range f.Remediation {
+		cmds := make([]string, 0, len(st.Commands))
+		st.Notes = append([]string(nil), st.Notes...)
+		stepOnManagement := slices.ContainsFunc(st.Commands, func(c string) bool { return strings.Contains(c, "fleet-crd") })
+		for _, c := range st.Commands {
+			if b := vars[noGitRepo]; b != "" && strings.Contains(c, "gitrepos.fleet.cattle.io <gitrepo>") {
+				st.Notes = appendNew(st.Notes, "The GitRepo command is left out: bundle "+b+" was not created from a GitRepo.")
+				continue
+			}
 			for _, word := range words {
 				if strings.Contains(c, word) {
 					c = fill(c, func(name string) string { return vars[name+"@"+word] })
 				}
 			}
-			s.Commands[j] = fill(c, func(name string) string {
+			c = fill(c, func(name string) string {
 				if strings.Contains(name, "@") {
 					return ""
 				}
 				return vars[name]
 			})
+			if a != nil {
+				var note string
+				c, note = a.aim(c, stepOnManagement)
+				if note != "" {
+					st.Notes = appendNew(st.Notes, note)
+				}
+			}
+			for _, p := range placeholders(c) {
+				if p != "<management-context>" {
+					st.Notes = appendNew(st.Notes, p+": "+placeholderWords(p))
+				}
+			}
+			cmds = append(cmds, c)
 		}
-		steps[i] = s
+		if len(st.Commands) > 0 {
+			st.Commands = cmds
+		}
+		if len(st.Notes) == 0 {
+			st.Notes = nil
+		}
+		steps[i] = st
 	}
 	f.Remediation = steps
+}
+
+func mergedVars(a, b map[string]string) map[string]string {
+	m := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// placeholderPattern is how the catalogue writes a value to fill in: <name>, <n+1>,
+// <status.latestHash>. Shell redirections (< file, <<EOF) do not match.
+var placeholderPattern = regexp.MustCompile(`<[A-Za-z][A-Za-z0-9+.\-]*>`)
+
+// placeholders lists the placeholders left in a command, in order, once each.
+func placeholders(cmd string) []string {
+	var out []string
+	for _, p := range placeholderPattern.FindAllString(cmd, -1) {
+		out = appendNew(out, p)
+	}
+	return out
+}
+
+// placeholderMeaning says what a placeholder stands for, for the ones the input may not
+// hold; others get a generic sentence.
+var placeholderMeaning = map[string]string{
+	"n+1":                    "the object's current generation counter plus one (the input does not hold the object)",
+	"gitrepo":                "the GitRepo that created the bundle (the input does not hold the bundle)",
+	"fleet-namespace":        "the Fleet workspace namespace of the cluster (no Fleet Cluster in the input matches it)",
+	"cluster":                "the Fleet Cluster name of the cluster (no Fleet Cluster in the input matches it)",
+	"container":              "the container's name (the pod has several)",
+	"deployment":             "the Deployment that owns the pod (the input does not link the pod to one)",
+	"fleet-version":          "the Fleet version to install, the one the Fleet controller runs",
+	"fleet-crd-chart":        "the fleet-crd chart reference in your Helm repository (e.g. rancher-charts/fleet-crd)",
+	"verified-image":         "an image you have checked exists for every node's platform",
+	"verified-kubectl-image": "a kubectl image you have checked exists and matches the cluster's version",
+	"multi-arch-image":       "an image published for every node's architecture",
+	"mirrored-image":         "the image as mirrored in a registry the nodes can reach",
+	"existing-image":         "an image reference that exists in its registry",
+	"password":               "the registry password (never recorded by unstick)",
+	"user":                   "the registry user",
+	"registry":               "the registry host",
+	"secret":                 "the name to give the pull secret",
+	"limit":                  "the memory limit to set",
+	"value":                  "the new quota value",
+	"seconds":                "the new deadline in seconds",
+	"key":                    "the taint key to tolerate",
+	"revision":               "the revision to roll back to, one Helm still keeps (see helm history)",
+	"webhook":                "the webhook configuration named in the denial",
+	"image":                  "the image to pin",
+	"digest":                 "the digest the image tag points to now (check it with the registry)",
+}
+
+func placeholderWords(p string) string {
+	if m, ok := placeholderMeaning[strings.Trim(p, "<>")]; ok {
+		return m
+	}
+	return "not in the input; fill it in"
 }
 
 // fill replaces every <name> in s for which value returns a non-empty string, in one pass:
@@ -88,7 +191,9 @@ func fill(s string, value func(name string) string) string {
 func objectVars(o finding.ObjectRef) map[string]string {
 	v := map[string]string{}
 	ns := o.Namespace
-	if ns != "" {
+	// A BundleDeployment's namespace is the cluster's namespace on the management cluster;
+	// <namespace> in its commands is where its resources live downstream.
+	if ns != "" && o.Kind != "BundleDeployment" {
 		v["namespace"], v["ns"] = ns, ns
 	}
 	switch o.Kind {

@@ -19,7 +19,7 @@ func TestPersonaliseFillsPlaceholders(t *testing.T) {
 		}}},
 	}
 	catalogue := f.Remediation[0].Commands // shared with the catalogue entry in real use
-	personalise(&f)
+	personalise(nil, &f)
 	want := []string{
 		"helm -n cattle-fleet-system rollback fleet-agent-c-m-1 4",
 		`kubectl -n fleet-default patch clusters.fleet.cattle.io c-m-1 --type merge -p '{"spec":{"redeployAgentGeneration":3}}'`,

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,6 +185,9 @@ var podScheduling = Check{
 				f.Evidence = append([]finding.Evidence{ev(sourceOf(c, podRef(p)), "PodScheduled=False reason=Unschedulable: %s", msg)}, evidence...)
 				if id == "pod/unschedulable-taints" {
 					f.Evidence = append(f.Evidence, untoleratedTaints(c, p)...)
+					if k := untoleratedTaintKey(c, p); k != "" {
+						f.Vars = map[string]string{"key": k}
+					}
 				}
 				f.Since = timePtr(since)
 				f.Signature = id + "|" + classify.Signature(msg)
@@ -252,6 +256,22 @@ func untoleratedTaints(c *snapshot.Cluster, p *corev1.Pod) []finding.Evidence {
 	return out
 }
 
+// untoleratedTaintKey is the key of the first scheduling taint the pod does not tolerate,
+// the one a toleration must name.
+func untoleratedTaintKey(c *snapshot.Cluster, p *corev1.Pod) string {
+	for _, n := range c.Nodes {
+		for _, t := range n.Spec.Taints {
+			if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
+				continue
+			}
+			if !slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &t, false) }) {
+				return t.Key
+			}
+		}
+	}
+	return ""
+}
+
 // podContainers reports containers that cannot run: crash loops, OOM kills, image pulls that
 // fail (classified from the kubelet's events and waiting message), binaries built for another
 // architecture, and missing ConfigMaps or Secrets (CreateContainerConfigError, FailedMount).
@@ -316,11 +336,21 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 		if a, ok := archMismatch(ctx, c, p, cs); ok {
 			out = append(out, a)
 		}
-		if cs.RestartCount < minRestarts {
+		// A pod replaced in the middle of a crash loop starts counting restarts again; its
+		// workload's earlier pods that crash-looped the same container say it is no new failure.
+		run := failureRunOf(c, p, crashBackOff(cs.Name), "BackOff")
+		if cs.RestartCount < minRestarts && run.pods < 2 {
 			return out
 		}
-		f := podFinding(ctx, c, p, "pod/crashloop", fmt.Sprintf("container %s of pod %s/%s is crash-looping (%d restarts)", cs.Name, p.Namespace, p.Name, cs.RestartCount))
+		summary := fmt.Sprintf("container %s of pod %s/%s is crash-looping (%d restarts)", cs.Name, p.Namespace, p.Name, cs.RestartCount)
+		if run.pods > 1 {
+			summary = fmt.Sprintf("container %s of pod %s/%s is crash-looping (%d restarts): its workload's pods have crash-looped for %s, across %d pods", cs.Name, p.Namespace, p.Name, cs.RestartCount, human(ctx.Age(run.start)), run.pods)
+		}
+		f := podFinding(ctx, c, p, "pod/crashloop", summary)
 		f.Evidence = []finding.Evidence{ev(src, "state.waiting: reason=CrashLoopBackOff message=%q", w.Message)}
+		if run.pods > 1 {
+			f.Evidence = append(f.Evidence, ev(run.firstSrc, "first failure of the run, pod %s: %s", run.firstPod, run.firstText))
+		}
 		if last != nil {
 			f.Evidence = append(f.Evidence, ev(src, "lastState.terminated: reason=%s exitCode=%d finishedAt=%s", last.Reason, last.ExitCode, last.FinishedAt.UTC().Format(time.RFC3339)))
 		}
@@ -330,12 +360,15 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 			}
 		}
 		_, firstBackOff := eventEvidence(c, "Pod", p.Namespace, p.Name, "BackOff")
-		f.Since = timePtr(earliest(readySince, firstBackOff))
+		f.Since = timePtr(earliest(earliest(readySince, firstBackOff), run.start))
 		f.Signature = "crashloop|" + cs.Name
 		out = append(out, f)
 	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
 		_, first := eventEvidence(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff")
-		since := earliest(first, readySince)
+		// Measured from the first failed pull of this image by the workload's pods, not from
+		// this pod's: a replaced pod (or a re-created Job's) starts the clock again.
+		run := failureRunOf(c, p, pullFailureOfImage(cs.Image, specImage(p, cs.Name)), "Failed", "BackOff")
+		since := earliest(earliest(first, readySince), run.start)
 		if !since.IsZero() && ctx.Age(since) < pendingAfter {
 			return out
 		}
@@ -362,8 +395,15 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 		if id == "" {
 			return out // no cause told; rollout-stalled and the events say the rest
 		}
-		f := podFinding(ctx, c, p, id, fmt.Sprintf("pod %s/%s cannot pull %s: %s", p.Namespace, p.Name, cs.Image, pullCause(id)))
+		summary := fmt.Sprintf("pod %s/%s cannot pull %s: %s", p.Namespace, p.Name, cs.Image, pullCause(id))
+		if run.pods > 1 {
+			summary += fmt.Sprintf(" (failing for %s, across %d pods of its workload)", human(ctx.Age(since)), run.pods)
+		}
+		f := podFinding(ctx, c, p, id, summary)
 		f.Evidence = []finding.Evidence{ev(src, "state.waiting: reason=%s", w.Reason), {Source: whySrc, Text: firstLine(why)}}
+		if run.pods > 1 {
+			f.Evidence = append(f.Evidence, ev(run.firstSrc, "first failure of the run, pod %s: %s", run.firstPod, run.firstText))
+		}
 		if backOff != nil {
 			f.Evidence = append(f.Evidence, finding.Evidence{Source: eventSource(backOff), Text: firstLine(backOff.Message)})
 		}

@@ -32,6 +32,7 @@ func All() []Check {
 		sucPlanProgress,
 		sucJobs,
 		sucNodes,
+		sucPlanSelection,
 		// Upgrade readiness: capacity, etcd snapshots, agent configuration.
 		clusterHeadroom,
 		etcdBackups,

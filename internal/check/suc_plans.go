@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -82,6 +83,17 @@ func planStuck(ctx *Context, c *snapshot.Cluster, p *suc.Plan, jobs []*batchv1.J
 	}
 	var why []finding.Evidence
 	var since time.Time
+	// Nodes in status.applying, measured from their first attempt at the current hash: the
+	// Job in the snapshot may be the latest of several generations (suc_applying.go).
+	for _, n := range pending {
+		if !slices.Contains(p.Status.Applying, suc.Hostname(n)) && !slices.Contains(p.Status.Applying, n.Name) {
+			continue
+		}
+		if s, ok := applyingSince(c, p, n); ok && ctx.Age(s.at) >= after {
+			since = earliest(since, s.at)
+			why = append(why, applyingEvidence(ctx, n.Name, s))
+		}
+	}
 	// A failed Job: the Plan stops there until the Job is gone and the node retried.
 	for _, j := range jobs {
 		if fc := suc.JobFailed(j); fc != nil {
@@ -423,15 +435,11 @@ func cordonedNodes(ctx *Context, c *snapshot.Cluster, after time.Duration) []fin
 				applying = append(applying, p)
 			}
 		}
-		if active || (len(jobs) == 0 && len(applying) == 0) {
+		deleted := deletedPlanLabels(c, n)
+		if active || (len(jobs) == 0 && len(applying) == 0 && len(deleted) == 0) {
 			continue // upgrading now, or cordoned by someone else
 		}
-		var since time.Time
-		for _, t := range n.Spec.Taints {
-			if t.Key == corev1.TaintNodeUnschedulable && t.TimeAdded != nil {
-				since = t.TimeAdded.Time
-			}
-		}
+		since := cordonedSince(c, n)
 		var evidence []finding.Evidence
 		keys := []string{NodeKey(c.Name, n.Name)}
 		for _, j := range jobs {
@@ -451,10 +459,17 @@ func cordonedNodes(ctx *Context, c *snapshot.Cluster, after time.Duration) []fin
 			evidence = append(evidence, ev(sourceOf(c, planRef(p)), "Plan %s/%s lists the node in status.applying but no Job is running for it", p.Namespace, p.Name))
 			keys = append(keys, PlanKey(c.Name, p.Namespace, p.Name))
 		}
+		for _, name := range deleted {
+			evidence = append(evidence, ev(sourceOf(c, nodeRef(n.Name)), "label %s=%s names Plan %s, which no longer exists", suc.LabelPlanName(name), n.Labels[suc.LabelPlanName(name)], name))
+		}
 		if since.IsZero() || ctx.Age(since) < after {
 			continue
 		}
-		f := ctx.New("suc/node-left-cordoned", c, nodeRef(n.Name), fmt.Sprintf("node %s has been cordoned for %s with no upgrade Job running on it", n.Name, human(ctx.Age(since))))
+		summary := fmt.Sprintf("node %s has been cordoned for %s with no upgrade Job running on it", n.Name, human(ctx.Age(since)))
+		if len(deleted) > 0 && len(jobs) == 0 && len(applying) == 0 {
+			summary = fmt.Sprintf("node %s has been cordoned for %s by an upgrade of Plan %s, which was deleted: nothing will uncordon it", n.Name, human(ctx.Age(since)), strings.Join(deleted, ", "))
+		}
+		f := ctx.New("suc/node-left-cordoned", c, nodeRef(n.Name), summary)
 		f.Evidence = append([]finding.Evidence{ev(sourceOf(c, nodeRef(n.Name)), "spec.unschedulable=true since %s", since.UTC().Format(time.RFC3339))}, evidence...)
 		if len(f.Evidence) > 5 {
 			f.Evidence = f.Evidence[:5]
@@ -463,6 +478,43 @@ func cordonedNodes(ctx *Context, c *snapshot.Cluster, after time.Duration) []fin
 		f.Keys = keys
 		out = append(out, f)
 	}
+	return out
+}
+
+// cordonedSince is when the node was cordoned: the unschedulable taint's timeAdded, else the
+// first NodeNotSchedulable event the kubelet recorded for it.
+func cordonedSince(c *snapshot.Cluster, n *corev1.Node) time.Time {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnschedulable && t.TimeAdded != nil {
+			return t.TimeAdded.Time
+		}
+	}
+	var since time.Time
+	for _, e := range eventsOf(c, "Node", "", n.Name, "NodeNotSchedulable") {
+		since = earliest(since, snapshot.EventFirstTime(e))
+	}
+	return since
+}
+
+// deletedPlanLabels are the Plans a node's plan.upgrade.cattle.io/<plan> labels name that the
+// cluster no longer has. SUC cordons before upgrading and uncordons only when the Job
+// completes; a Plan deleted in between leaves the node cordoned for good
+// (rancher/system-upgrade-controller#71). Only judged when Plans were read at all.
+func deletedPlanLabels(c *snapshot.Cluster, n *corev1.Node) []string {
+	if len(c.Plans) == 0 && !c.HasCRD("plans.upgrade.cattle.io") {
+		return nil
+	}
+	exists := map[string]bool{}
+	for _, p := range c.Plans {
+		exists[p.Name] = true
+	}
+	var out []string
+	for k := range n.Labels {
+		if name, ok := strings.CutPrefix(k, suc.LabelPlanPrefix); ok && name != "" && !exists[name] {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 

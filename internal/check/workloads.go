@@ -12,6 +12,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/snapshot"
+	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
 // workloadCreate reports controllers that cannot create their pods: an admission webhook or
@@ -145,10 +146,7 @@ func jobHasPods(j *batchv1.Job) bool {
 // the policy and rule that denied the pod on the lines after "denied the request:".
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 600 {
-		s = s[:600] + "…"
-	}
-	return s
+	return textsafe.Clip(s, 600)
 }
 
 func apiVersionOf(kind string) string {

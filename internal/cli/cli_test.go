@@ -215,13 +215,25 @@ func TestRenderersGolden(t *testing.T) {
 	}
 }
 
-// The table stays readable at 100 columns.
+// The table's prose stays readable at 100 columns; a command stands whole on its own line,
+// however long, since a folded command pasted into a shell runs as two.
 func TestTableFitsHundredColumns(t *testing.T) {
 	out, _, _ := run(t, "scan", "--from", example, "--color", "never")
+	commands := 0
 	for i, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "$ ") {
+			commands++
+			if !strings.Contains(line, "--context ") {
+				t.Errorf("line %d: a command without --context: %q", i+1, line)
+			}
+			continue
+		}
 		if n := len([]rune(line)); n > 100 {
 			t.Errorf("line %d is %d columns: %q", i+1, n, line)
 		}
+	}
+	if commands == 0 {
+		t.Error("no command in the table")
 	}
 }
 

@@ -232,7 +232,7 @@ func (o *scanOptions) run(ctx context.Context) error {
 // write renders the report to stdout, or to --output-file through a temporary file in the
 // same directory, so a reader never sees half a report.
 func (o *scanOptions) write(rep *report.Report) error {
-	opts := report.Options{Color: o.useColor(), Catalog: o.judge.cat, ToolVersion: versionString(), FailOn: o.judge.failSev, Checks: checkInfos()}
+	opts := report.Options{Color: o.useColor(), Width: terminalWidth(o.s.Out), Name: o.g.displayName, Catalog: o.judge.cat, ToolVersion: versionString(), FailOn: o.judge.failSev, Checks: checkInfos()}
 	if o.judge.failSev == 0 {
 		opts.FailOn = report.FailNever
 	}

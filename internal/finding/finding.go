@@ -75,6 +75,9 @@ type Step struct {
 	Action   string   `json:"action"`
 	Risk     string   `json:"risk,omitempty"`
 	Commands []string `json:"commands,omitempty"`
+	// Notes say in words what the commands could not be filled with (a placeholder left
+	// because the input does not hold its value) or why a command was left out.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Finding is one judged fact about one object on one cluster.

@@ -46,6 +46,8 @@ type Release struct {
 	FirstDeployed time.Time
 	LastDeployed  time.Time
 	ModifiedAt    time.Time // the storage label modifiedAt (Helm >= 3.13)
+	CreatedAt     time.Time // the storage label createdAt, set when the revision's record was written
+	Deleted       time.Time // info.deleted: when an uninstall started
 	Description   string
 	SecretName    string
 	// PayloadError is set when the record could not be decoded; the fields above then come
@@ -53,16 +55,36 @@ type Release struct {
 	PayloadError error
 }
 
+// Helm's release statuses (helm pkg/release/status.go).
+const (
+	StatusUnknown         = "unknown"
+	StatusDeployed        = "deployed"
+	StatusUninstalled     = "uninstalled"
+	StatusSuperseded      = "superseded"
+	StatusFailed          = "failed"
+	StatusUninstalling    = "uninstalling"
+	StatusPendingInstall  = "pending-install"
+	StatusPendingUpgrade  = "pending-upgrade"
+	StatusPendingRollback = "pending-rollback"
+)
+
 // IsPending reports a pending-install, pending-upgrade or pending-rollback revision.
 func (r *Release) IsPending() bool { return strings.HasPrefix(r.Status, "pending-") }
 
-// Since is the best time this revision entered its status: the record's last deployment
-// time, else the storage label modifiedAt.
+// Since is the best time this revision entered its status. Install, upgrade and rollback set
+// info.last_deployed when they write the revision; an uninstall keeps it and sets
+// info.deleted instead. The storage labels modifiedAt and createdAt stand in when the record
+// could not be read.
 func (r *Release) Since() time.Time {
-	if !r.LastDeployed.IsZero() {
-		return r.LastDeployed
+	if (r.Status == StatusUninstalling || r.Status == StatusUninstalled) && !r.Deleted.IsZero() {
+		return r.Deleted
 	}
-	return r.ModifiedAt
+	for _, t := range []time.Time{r.LastDeployed, r.ModifiedAt, r.CreatedAt} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // FromSecret builds a Release from a Secret's name, namespace, labels and data["release"].
@@ -93,6 +115,7 @@ func FromSecret(name, namespace string, labels map[string]string, data []byte) *
 		r.Description = rel.Info.Description
 		r.FirstDeployed = rel.Info.FirstDeployed.Time
 		r.LastDeployed = rel.Info.LastDeployed.Time
+		r.Deleted = rel.Info.Deleted.Time
 	}
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		r.Chart = rel.Chart.Metadata.Name
@@ -122,6 +145,9 @@ func fromLabels(name, namespace string, labels map[string]string) *Release {
 	}
 	if s, err := strconv.ParseInt(labels["modifiedAt"], 10, 64); err == nil {
 		r.ModifiedAt = time.Unix(s, 0).UTC()
+	}
+	if s, err := strconv.ParseInt(labels["createdAt"], 10, 64); err == nil {
+		r.CreatedAt = time.Unix(s, 0).UTC()
 	}
 	return r
 }

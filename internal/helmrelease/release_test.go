@@ -181,6 +181,23 @@ func TestSecretNameFallback(t *testing.T) {
 	}
 }
 
+// The time a revision entered its status: an uninstall keeps last_deployed and records when it
+// started in info.deleted; a record that cannot be read falls back to the storage labels, the
+// createdAt Helm's Secrets driver writes on create when no update (modifiedAt) followed.
+func TestSince(t *testing.T) {
+	uninstalling := `{"name":"longhorn","info":{"first_deployed":"2026-09-12T10:02:11Z","last_deployed":"2026-09-12T10:02:11Z",` +
+		`"deleted":"2026-11-28T06:41:03Z","description":"Deletion in progress (or silently failed)","status":"uninstalling"},"version":1,"namespace":"longhorn-system"}`
+	r := FromSecret("sh.helm.release.v1.longhorn.v1", "longhorn-system", map[string]string{"name": "longhorn", "owner": "helm", "status": "uninstalling", "version": "1"},
+		b64(gzipped(t, []byte(uninstalling))))
+	if want := time.Date(2026, 11, 28, 6, 41, 3, 0, time.UTC); !r.Since().Equal(want) {
+		t.Errorf("uninstalling: Since = %v, want info.deleted %v", r.Since(), want)
+	}
+	r = FromSecret("sh.helm.release.v1.app.v9", "apps", map[string]string{"name": "app", "owner": "helm", "status": "pending-rollback", "version": "9", "createdAt": "1795851008"}, []byte("not a record"))
+	if want := time.Unix(1795851008, 0).UTC(); !r.Since().Equal(want) {
+		t.Errorf("unreadable record: Since = %v, want createdAt %v", r.Since(), want)
+	}
+}
+
 // TestDecodeSkipsValuesConfigAndManifest: a 104 KB release payload whose config holds 20
 // million empty objects took 1.9 GB to decode into Helm's full release type. Only the record's
 // metadata is decoded now; the config is scanned past, not built.

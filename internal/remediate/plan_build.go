@@ -288,7 +288,8 @@ var (
 	sigRemoveLabel = func(c string) bool {
 		return strings.Contains(c, "label node") && strings.Contains(c, "plan.upgrade.cattle.io/")
 	}
-	sigUncordon = contains("kubectl uncordon")
+	// Printed commands carry --context between kubectl and its verb.
+	sigUncordon = func(c string) bool { return strings.HasPrefix(c, "kubectl ") && strings.Contains(c, " uncordon ") }
 	sigDeleteBD = contains("delete bundledeployments")
 	sigResync   = func(c string) bool { return sigRedeploy(c) || sigForceSync(c) }
 )

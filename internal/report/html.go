@@ -42,6 +42,8 @@ const symptomsShown = 12
 
 type htmlPage struct {
 	EvaluatedAt string
+	ContextLine string // which kubeconfig context the commands carry
+	Name        string // how the tool is invoked, for hints
 	Version     string
 	Clusters    int
 	Scanned     int
@@ -102,6 +104,8 @@ func renderHTML(w io.Writer, r *Report, o Options) error {
 func buildPage(r *Report, o Options) htmlPage {
 	p := htmlPage{
 		EvaluatedAt: r.EvaluatedAt.UTC().Format(time.RFC3339),
+		ContextLine: contextLine(r.Clusters),
+		Name:        o.name(),
 		Version:     o.ToolVersion,
 		Scanned:     len(r.Clusters),
 		Findings:    len(r.Findings),
@@ -140,8 +144,10 @@ func clusterGrid(r *Report) ([]tileGroup, int) {
 		nf[a]++
 	}
 	roles := map[string]string{}
+	contexts := map[string]string{}
 	for _, c := range r.Clusters {
 		roles[c.Name] = c.Role
+		contexts[c.Name] = contextLabel(c)
 	}
 	bySev := map[string][]tile{}
 	names := clusterNames(r)
@@ -157,6 +163,9 @@ func clusterGrid(r *Report) ([]tileGroup, int) {
 		title := fmt.Sprintf("%s (%s): %s", n, role, plural(nf[n], "finding"))
 		if sev != "ok" {
 			title += ", worst " + sev
+		}
+		if ctx := contexts[n]; ctx != "" {
+			title += "; context " + ctx
 		}
 		bySev[sev] = append(bySev[sev], tile{Name: n, Sev: sev, Role: role, Prefix: namePrefix(n), Title: title})
 	}

@@ -137,7 +137,7 @@ func renderJUnit(w io.Writer, r *Report, o Options) error {
 		for _, c := range checks {
 			jc := junitCase{Name: c.Name, Classname: "unstick." + name, Time: "0"}
 			if x := cells[[2]string{name, c.Name}]; x != nil {
-				fillCase(&jc, x.findings, x.errs, failOn)
+				fillCase(&jc, x.findings, x.errs, failOn, o.name())
 			}
 			s.add(jc)
 		}
@@ -148,12 +148,12 @@ func renderJUnit(w io.Writer, r *Report, o Options) error {
 		sort.Strings(fleetIDs)
 		for _, id := range fleetIDs {
 			jc := junitCase{Name: id, Classname: "unstick.fleet-wide", Time: "0"}
-			fillCase(&jc, cells[[2]string{fleetSuite, id}].findings, nil, failOn)
+			fillCase(&jc, cells[[2]string{fleetSuite, id}].findings, nil, failOn, o.name())
 			s.add(jc)
 		}
 		if len(inputErrs) > 0 {
 			jc := junitCase{Name: "read input", Classname: "unstick.fleet-wide", Time: "0"}
-			fillCase(&jc, nil, inputErrs, failOn)
+			fillCase(&jc, nil, inputErrs, failOn, o.name())
 			s.add(jc)
 		}
 		out.Suites = append(out.Suites, s)
@@ -188,7 +188,7 @@ func (s *junitSuite) add(c junitCase) {
 
 // fillCase fails the case with the findings at or above failOn, errors it with the checks
 // that could not run, and lists the rest in system-out.
-func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, failOn finding.Severity) {
+func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, failOn finding.Severity, name string) {
 	var failing, below []finding.Finding
 	for _, f := range fs {
 		if f.Severity >= failOn {
@@ -204,7 +204,7 @@ func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, fail
 		for _, f := range failing {
 			worst = max(worst, f.Severity)
 			ids = appendNew(ids, f.ID)
-			writeFinding(&b, f)
+			writeFinding(&b, f, name)
 		}
 		c.Failure = &junitProblem{
 			Message: fmt.Sprintf("%s: %s", plural(len(failing), "finding"), strings.Join(ids, ", ")),
@@ -223,13 +223,13 @@ func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, fail
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s below the failure threshold:\n", plural(len(below), "finding"))
 		for _, f := range below {
-			writeFinding(&b, f)
+			writeFinding(&b, f, name)
 		}
 		c.SystemOut = &junitText{b.String()}
 	}
 }
 
-func writeFinding(b *strings.Builder, f finding.Finding) {
+func writeFinding(b *strings.Builder, f finding.Finding, name string) {
 	fmt.Fprintf(b, "[%s] %s %s: %s\n  object: %s\n", strings.ToUpper(f.Severity.String()), f.ID, clusterLabel(f), f.Summary, f.Object.String())
 	if f.Since != nil {
 		fmt.Fprintf(b, "  since: %s\n", f.Since.UTC().Format(time.RFC3339))
@@ -243,7 +243,7 @@ func writeFinding(b *strings.Builder, f finding.Finding) {
 			fmt.Fprintf(b, "    $ %s\n", c)
 		}
 	}
-	fmt.Fprintf(b, "  more: unstick explain %s\n", f.ID)
+	fmt.Fprintf(b, "  more: %s explain %s\n", name, f.ID)
 }
 
 func plural(n int, word string) string {

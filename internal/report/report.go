@@ -3,11 +3,13 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -43,9 +45,14 @@ type Cluster struct {
 	Role         string `json:"role"`
 	FleetCluster string `json:"fleetCluster,omitempty"`
 	Server       string `json:"server,omitempty"`
-	Objects      int    `json:"objects"`
-	Findings     int    `json:"findings"`
-	Worst        string `json:"worstSeverity,omitempty"`
+	// Context is the kubeconfig context the report's commands about this cluster carry;
+	// ContextSource says where it comes from: "kubeconfig" (read through it, or recorded
+	// by collect) or "cluster name" (nothing recorded one).
+	Context       string `json:"context,omitempty"`
+	ContextSource string `json:"contextSource,omitempty"`
+	Objects       int    `json:"objects"`
+	Findings      int    `json:"findings"`
+	Worst         string `json:"worstSeverity,omitempty"`
 	// Status is the worst severity, or ok, incomplete (read with errors) or no data.
 	Status string `json:"status"`
 	// Hidden counts this cluster's findings that filters and suppressions kept out.
@@ -57,7 +64,8 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 	r := &Report{SchemaVersion: SchemaVersion, EvaluatedAt: now.UTC(), Incidents: incidents, Findings: fs, Skipped: append([]snapshot.Skipped{}, s.Skipped...)}
 	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
 	for _, c := range s.Clusters {
-		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c)}
+		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c),
+			Context: c.Context, ContextSource: string(c.ContextSource)}
 		var worst finding.Severity
 		for _, f := range fs {
 			if f.Cluster == c.Name {
@@ -144,6 +152,9 @@ var Formats = []string{"table", "json", "yaml", "markdown", "html", "sarif", "ju
 type Options struct {
 	Color bool // ANSI colour in the table
 	Width int  // table width; 0 means 100
+	// Name is how the tool is invoked, for the hints it prints ("unstick", or
+	// "kubectl unstick" as the kubectl plugin); "" means unstick.
+	Name string
 
 	// Catalog supplies rule titles and help (sarif) and the check list (junit); nil means
 	// the built-in catalogue.
@@ -169,12 +180,20 @@ const FailNever = finding.Critical + 1
 
 // Render writes r in format.
 func Render(w io.Writer, r *Report, format string, o Options) error {
+	if format != "json" {
+		r = r.printable()
+	}
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		return enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+		_, err := w.Write(escapeC1(b.Bytes()))
+		return err
 	case "yaml":
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -187,7 +206,7 @@ func Render(w io.Writer, r *Report, format string, o Options) error {
 		_, err = w.Write(y)
 		return err
 	case "markdown", "md":
-		return renderMarkdown(w, r)
+		return renderMarkdown(w, r, o)
 	case "table", "":
 		return renderTable(w, r, o)
 	case "html":
@@ -216,4 +235,32 @@ func countBySeverity(incs []finding.Incident) []string {
 		out = append(out, fmt.Sprintf("%d %s", n[s], s))
 	}
 	return out
+}
+
+func (o Options) name() string {
+	if o.Name == "" {
+		return "unstick"
+	}
+	return o.Name
+}
+
+// escapeC1 writes DEL and the C1 control characters, which encoding/json leaves raw and
+// some terminals act on, as \u escapes: the same JSON value, safe to print. They can only
+// occur inside strings, so every occurrence is escaped.
+func escapeC1(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r == 0x7f || r >= 0x80 && r <= 0x9f }) {
+		return b
+	}
+	var out bytes.Buffer
+	out.Grow(len(b) + 16)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		} else {
+			out.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return out.Bytes()
 }

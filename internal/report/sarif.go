@@ -133,7 +133,7 @@ func renderSARIF(w io.Writer, r *Report, o Options) error {
 	if err != nil {
 		return err
 	}
-	rules, index := sarifRules(cat)
+	rules, index := sarifRules(cat, o.name())
 	run := sarifRun{
 		Tool:        sarifTool{Driver: sarifDriver{Name: "unstick", Version: o.ToolVersion, InformationURI: infoURI, Rules: rules}},
 		Invocations: []sarifInvocation{sarifInvocationOf(r)},
@@ -171,7 +171,7 @@ func catalogOf(o Options) (*catalog.Catalog, error) {
 
 // sarifRules lists every catalogue ID as a rule, in catalogue order, so rule indexes are
 // stable from one scan to the next.
-func sarifRules(cat *catalog.Catalog) ([]sarifRule, map[string]int) {
+func sarifRules(cat *catalog.Catalog, name string) ([]sarifRule, map[string]int) {
 	index := map[string]int{}
 	var rules []sarifRule
 	for i, id := range cat.IDs() {
@@ -183,7 +183,7 @@ func sarifRules(cat *catalog.Catalog) ([]sarifRule, map[string]int) {
 			Name:                 ruleName(id),
 			ShortDescription:     sarifText{Text: e.Title},
 			FullDescription:      sarifText{Text: oneParagraph(e.Explanation)},
-			Help:                 sarifText{Text: helpText(e), Markdown: helpMarkdown(e)},
+			Help:                 sarifText{Text: helpText(e, name), Markdown: helpMarkdown(e, name)},
 			DefaultConfiguration: sarifRuleConf{Level: sarifLevel(e.Severity)},
 			Properties:           map[string]any{"severity": e.Severity.String(), "tags": []string{"unstick", family}},
 		})
@@ -203,7 +203,7 @@ func ruleName(id string) string {
 
 func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func helpText(e *catalog.Entry) string {
+func helpText(e *catalog.Entry, name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nDetection: %s\n\nFix ladder (lowest risk first):\n", oneParagraph(e.Explanation), oneParagraph(e.Detection))
 	for i, r := range e.Ladder {
@@ -212,11 +212,11 @@ func helpText(e *catalog.Entry) string {
 			fmt.Fprintf(&b, "   $ %s\n", c)
 		}
 	}
-	fmt.Fprintf(&b, "\nMore: unstick explain %s", e.ID)
+	fmt.Fprintf(&b, "\nMore: %s explain %s", name, e.ID)
 	return b.String()
 }
 
-func helpMarkdown(e *catalog.Entry) string {
+func helpMarkdown(e *catalog.Entry, name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n**Detection.** %s\n\n**Fix ladder** (lowest risk first)\n\n", mdEscape(oneParagraph(e.Explanation)), mdEscape(oneParagraph(e.Detection)))
 	for i, r := range e.Ladder {
@@ -231,7 +231,7 @@ func helpMarkdown(e *catalog.Entry) string {
 			b.WriteString("   ```\n")
 		}
 	}
-	fmt.Fprintf(&b, "\nMore: `unstick explain %s`", e.ID)
+	fmt.Fprintf(&b, "\nMore: `%s explain %s`", name, e.ID)
 	return b.String()
 }
 

@@ -5,8 +5,10 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
 const (
@@ -22,6 +24,7 @@ type tableWriter struct {
 	w     io.Writer
 	color bool
 	width int
+	name  string // how the tool is invoked, for hints
 	now   time.Time
 	err   error
 }
@@ -52,31 +55,35 @@ func (t *tableWriter) sev(s finding.Severity) string {
 	return t.paint(ansiCyan, label)
 }
 
-// wrap writes text indented, folded to the table width.
+// wrap writes text indented, folded to the table width. Widths count characters, and a
+// word longer than a line is cut between characters, never inside one.
 func (t *tableWriter) wrap(indent, text string) {
-	width := t.width - len(indent)
+	width := t.width - utf8.RuneCountInString(indent)
 	if width < 20 {
 		width = 20
 	}
 	for _, para := range strings.Split(text, "\n") {
-		line := ""
+		line, n := "", 0
 		for _, word := range strings.Fields(para) {
-			for len(word) > width {
+			for utf8.RuneCountInString(word) > width {
 				if line != "" {
 					t.printf("%s%s\n", indent, line)
-					line = ""
+					line, n = "", 0
 				}
-				t.printf("%s%s\n", indent, word[:width])
-				word = word[width:]
+				cut := runeOffset(word, width)
+				t.printf("%s%s\n", indent, word[:cut])
+				word = word[cut:]
 			}
+			k := utf8.RuneCountInString(word)
 			switch {
 			case line == "":
-				line = word
-			case len(line)+1+len(word) <= width:
+				line, n = word, k
+			case n+1+k <= width:
 				line += " " + word
+				n += 1 + k
 			default:
 				t.printf("%s%s\n", indent, line)
-				line = word
+				line, n = word, k
 			}
 		}
 		if line != "" {
@@ -85,8 +92,18 @@ func (t *tableWriter) wrap(indent, text string) {
 	}
 }
 
+// runeOffset is the byte offset of the n-th character of s.
+func runeOffset(s string, n int) int {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return i
+}
+
 func renderTable(w io.Writer, r *Report, o Options) error {
-	t := &tableWriter{w: w, color: o.Color, width: o.Width, now: r.EvaluatedAt}
+	t := &tableWriter{w: w, color: o.Color, width: o.Width, name: o.name(), now: r.EvaluatedAt}
 	if t.width <= 0 {
 		t.width = 100
 	}
@@ -94,6 +111,9 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 		t.paint(ansiBold, "unstick scan:"), Plural(len(r.Clusters), "cluster", "clusters"), Plural(len(r.Incidents), "incident", "incidents"),
 		Plural(len(r.Findings), "finding", "findings"), Plural(len(r.Errors), "error", "errors"), r.EvaluatedAt.Format(time.RFC3339))
 	t.preamble(r)
+	if line := contextLine(r.Clusters); line != "" {
+		t.wrap("", line)
+	}
 	if len(r.Incidents) == 0 {
 		t.verdictLine(r)
 	} else {
@@ -147,10 +167,15 @@ func (t *tableWriter) incident(n int, inc finding.Incident) {
 	if step, ok := nextStep(rc); ok {
 		t.printf("    %s\n", t.paint(ansiDim, "next safe step ("+step.Rung+"):"))
 		t.wrap("      ", step.Action)
+		// A command stands whole on its own line, however long: a folded command pasted
+		// into a shell runs as two.
 		for _, c := range step.Commands {
-			t.wrap("        ", "$ "+c)
+			t.printf("        $ %s\n", c)
 		}
-		t.printf("    %s\n", t.paint(ansiDim, "full ladder: unstick explain "+rc.ID))
+		for _, n := range step.Notes {
+			t.wrap("        ", "("+n+")")
+		}
+		t.printf("    %s\n", t.paint(ansiDim, "full ladder: "+t.name+" explain "+rc.ID))
 	}
 }
 
@@ -180,21 +205,52 @@ func (t *tableWriter) clusters(r *Report) {
 		return
 	}
 	t.printf("\n%s\n", t.paint(ansiBold, "CLUSTERS"))
-	t.printf("  %-24s %-11s %8s %9s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "STATUS")
+	t.printf("  %-24s %-11s %8s %9s  %-10s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "STATUS", "CONTEXT")
 	for _, c := range r.Clusters {
 		worst := c.Status
 		if worst == "" {
 			worst = StatusOK
 		}
-		t.printf("  %-24s %-11s %8d %9d  %s\n", trunc(c.Name, 24), c.Role, c.Objects, c.Findings, worst)
+		t.printf("  %s %-11s %8d %9d  %-10s  %s\n", pad(textsafe.ClipRunes(c.Name, 24), 24), c.Role, c.Objects, c.Findings, worst, contextLabel(c))
 	}
 }
 
-func trunc(s string, n int) string {
-	if len(s) <= n {
-		return s
+// pad left-aligns s in n columns, counting characters rather than bytes.
+func pad(s string, n int) string {
+	if k := utf8.RuneCountInString(s); k < n {
+		return s + strings.Repeat(" ", n-k)
 	}
-	return s[:n-1] + "…"
+	return s
+}
+
+func contextLabel(c Cluster) string {
+	if c.ContextSource == "cluster name" {
+		return c.Context + " (name)" // explained by contextLine
+	}
+	return c.Context
+}
+
+// contextLine says which kubeconfig context the commands carry, and says so loudest when
+// it is only the cluster's name because nothing recorded the context.
+func contextLine(cs []Cluster) string {
+	var guessed []string
+	for _, c := range cs {
+		if c.ContextSource == "cluster name" {
+			guessed = append(guessed, c.Name)
+		}
+	}
+	switch {
+	case len(cs) == 0:
+		return ""
+	case len(guessed) == 0:
+		return "Commands carry --context: the kubeconfig context each cluster was read through or collected from (CONTEXT below)."
+	case len(guessed) == len(cs):
+		return "Commands carry --context with each cluster's name: the input recorded no kubeconfig context; change it where yours differs."
+	}
+	if len(guessed) > 5 {
+		guessed = append(guessed[:5], "…")
+	}
+	return fmt.Sprintf("Commands carry --context: the recorded kubeconfig context, except for %s, where nothing recorded one and the cluster's name stands in.", strings.Join(guessed, ", "))
 }
 
 // preamble prints what the reader must know before the incidents: timestamps left out of the

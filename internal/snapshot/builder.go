@@ -30,6 +30,9 @@ type ClusterInfo struct {
 	Role         Role // empty: decided from the objects
 	Server       string
 	FleetCluster string // namespace/name of its Fleet Cluster, if known
+	// Context is the kubeconfig context the cluster was (or, for a bundle, was collected)
+	// read through; printed commands carry it as --context. Empty: not known.
+	Context string
 }
 
 // Builder collects objects from a source and produces a Snapshot. Add* may be called from
@@ -534,6 +537,12 @@ func (b *Builder) Build() *Snapshot {
 		c := b.clusters[n]
 		info := b.infos[n]
 		c.Role, c.Server, c.FleetCluster = info.Role, info.Server, info.FleetCluster
+		c.Context, c.ContextSource = info.Context, ContextRecorded
+		if c.Context == "" {
+			// A bundle that does not say how it was collected: the cluster's name is the
+			// best guess, and the report says it is one.
+			c.Context, c.ContextSource = c.Name, ContextFromName
+		}
 		if c.Role == "" {
 			c.Role = Downstream
 			if len(c.FleetClusters) > 0 {

@@ -57,6 +57,10 @@ type Cluster struct {
 	// FleetCluster names the management cluster's Fleet Cluster object for this cluster
 	// (namespace/name), when it was matched.
 	FleetCluster string
+	// Context is the kubeconfig context commands about this cluster are aimed at, and
+	// ContextSource says where that name comes from.
+	Context       string
+	ContextSource ContextSource
 
 	Namespaces           []*corev1.Namespace
 	Nodes                []*corev1.Node
@@ -253,3 +257,14 @@ func (s *Snapshot) ClusterForFleet(nsName string) *Cluster {
 	s.ensureIndex()
 	return s.byFleet[nsName]
 }
+
+// ContextSource says where a cluster's kubeconfig context name comes from.
+type ContextSource string
+
+const (
+	// ContextRecorded: the context the cluster was read through (live), or the one
+	// collect recorded in the bundle.
+	ContextRecorded ContextSource = "kubeconfig"
+	// ContextFromName: nothing recorded a context; the cluster's name stands in for it.
+	ContextFromName ContextSource = "cluster name"
+)

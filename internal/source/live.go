@@ -103,7 +103,7 @@ func (l *Live) Read(ctx context.Context, sink Sink) error {
 	var failed []string
 	done := 0
 	for _, t := range l.Targets {
-		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server})
+		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: t.Name})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

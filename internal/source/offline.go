@@ -415,6 +415,9 @@ func (l *loader) declare(subs []clusterMeta) {
 		if have.FleetCluster == "" {
 			have.FleetCluster = c.FleetCluster
 		}
+		if have.Context == "" {
+			have.Context = c.Context
+		}
 		have.CRDsCollected = have.CRDsCollected || c.CRDsCollected
 	}
 	if l.info != nil {
@@ -456,7 +459,7 @@ func (l *loader) declare(subs []clusterMeta) {
 	}
 	for _, name := range order {
 		c := infos[name]
-		l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster})
+		l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster, Context: c.Context})
 		if c.CRDsCollected {
 			l.b.MarkCRDsCollected(c.Name)
 		}

@@ -60,7 +60,10 @@ func (w *BundleWriter) DeclareCluster(ci snapshot.ClusterInfo) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.cluster(ci.Name)
-	c.Server, c.Context, c.FleetCluster = ci.Server, ci.Name, ci.FleetCluster
+	c.Server, c.Context, c.FleetCluster = ci.Server, ci.Context, ci.FleetCluster
+	if c.Context == "" {
+		c.Context = ci.Name
+	}
 	c.Role = ci.Role
 }
 

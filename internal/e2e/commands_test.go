@@ -1,0 +1,412 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/unstick-dev/unstick/internal/testenv"
+)
+
+// Every command scan prints on the example fleet can be pasted as it is: aimed at its
+// cluster with --context (helm: --kube-context), filled with what the bundle holds, and
+// accepted by that cluster's API server. The example is replayed into one API server per
+// cluster, behind a kubeconfig whose contexts are named after the clusters (the bundle
+// records no context, so the report aims at the cluster names and says so).
+
+// unknowable are the placeholders whose value no bundle holds: the fleet-crd chart's
+// reference depends on the Helm repositories configured where the command is run.
+var unknowable = []string{"<fleet-crd-chart>"}
+
+var (
+	placeholderRe = regexp.MustCompile(`<[A-Za-z][A-Za-z0-9+.\-]*>`)
+	tableCmdRe    = regexp.MustCompile(`(?m)^\s+\$ (.*)$`)
+	htmlCmdRe     = regexp.MustCompile(`(?s)<pre><code>(.*?)</code></pre>`)
+)
+
+type printedCommand struct {
+	cmd   string
+	notes []string // the step's notes (JSON only)
+}
+
+func TestExampleCommandsArePasteable(t *testing.T) {
+	outs := map[string]string{}
+	for _, format := range []string{"table", "markdown", "html", "json"} {
+		out, errOut, code := run(t, "scan", "--from", example, "--now", now, "-o", format)
+		if code != 3 {
+			t.Fatalf("scan -o %s exited %d, want 3 (critical incidents); stderr: %s", format, code, errOut)
+		}
+		outs[format] = out
+	}
+	byFormat := map[string][]printedCommand{
+		"table":    commandsOf(tableCmdRe.FindAllStringSubmatch(outs["table"], -1), func(s string) string { return s }),
+		"html":     commandsOf(htmlCmdRe.FindAllStringSubmatch(outs["html"], -1), html.UnescapeString),
+		"markdown": markdownCommands(outs["markdown"]),
+		"json":     jsonCommands(t, outs["json"]),
+	}
+	all := map[string]printedCommand{}
+	for format, cmds := range byFormat {
+		if len(cmds) == 0 {
+			t.Errorf("%s: no command printed", format)
+		}
+		for _, c := range cmds {
+			checkAimedAndFilled(t, format, c)
+			if p, ok := all[c.cmd]; !ok || len(p.notes) < len(c.notes) {
+				all[c.cmd] = c
+			}
+		}
+	}
+	// The table shows each incident's next step; the other formats whole ladders.
+	for _, format := range []string{"table", "markdown", "html"} {
+		for _, c := range byFormat[format] {
+			if !slices.ContainsFunc(byFormat["json"], func(j printedCommand) bool { return j.cmd == c.cmd }) {
+				t.Errorf("%s prints a command the JSON report lacks: %s", format, c.cmd)
+			}
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	kubeconfig, kubectl := replayExample(t)
+	var cmds []string
+	for c := range all {
+		cmds = append(cmds, c)
+	}
+	sort.Strings(cmds)
+	for _, c := range cmds {
+		t.Run(c, func(t *testing.T) { pasteCommand(t, kubeconfig, kubectl, c) })
+	}
+}
+
+func commandsOf(ms [][]string, decode func(string) string) []printedCommand {
+	var out []printedCommand
+	for _, m := range ms {
+		out = append(out, printedCommand{cmd: decode(m[1])})
+	}
+	return out
+}
+
+func markdownCommands(md string) []printedCommand {
+	var out []printedCommand
+	in := false
+	for _, l := range strings.Split(md, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case !in && strings.HasPrefix(t, "```sh"):
+			in = true
+		case in && strings.HasPrefix(t, "```"):
+			in = false
+		case in:
+			out = append(out, printedCommand{cmd: strings.TrimPrefix(l, "   ")})
+		}
+	}
+	return out
+}
+
+func jsonCommands(t *testing.T, out string) []printedCommand {
+	var r struct {
+		Findings  []jsonFinding `json:"findings"`
+		Incidents []struct {
+			RootCause jsonFinding   `json:"rootCause"`
+			Symptoms  []jsonFinding `json:"symptoms"`
+		} `json:"incidents"`
+		Clusters []struct {
+			Name, Context, ContextSource string
+		} `json:"clusters"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Clusters {
+		if c.Context != c.Name || c.ContextSource != "cluster name" {
+			t.Errorf("cluster %s: context %q from %q; the example records none, so its name stands in, and the report says so", c.Name, c.Context, c.ContextSource)
+		}
+	}
+	fs := r.Findings
+	for _, inc := range r.Incidents {
+		fs = append(append(fs, inc.RootCause), inc.Symptoms...)
+	}
+	var cmds []printedCommand
+	for _, f := range fs {
+		for _, s := range f.Remediation {
+			for _, c := range s.Commands {
+				cmds = append(cmds, printedCommand{cmd: c, notes: s.Notes})
+			}
+		}
+	}
+	return cmds
+}
+
+type jsonFinding struct {
+	Remediation []struct {
+		Commands []string `json:"commands"`
+		Notes    []string `json:"notes"`
+	} `json:"remediation"`
+}
+
+var programRe = regexp.MustCompile(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm) (\S+)`)
+
+func checkAimedAndFilled(t *testing.T, format string, c printedCommand) {
+	t.Helper()
+	ms := programRe.FindAllStringSubmatch(c.cmd, -1)
+	if len(ms) == 0 {
+		t.Errorf("%s: not a kubectl or helm command: %s", format, c.cmd)
+	}
+	for _, m := range ms {
+		want := "--context"
+		if m[2] == "helm" {
+			want = "--kube-context"
+		}
+		if m[3] != want {
+			t.Errorf("%s: %s is not aimed with %s: %s", format, m[2], want, c.cmd)
+		}
+	}
+	for _, p := range placeholderRe.FindAllString(c.cmd, -1) {
+		if !slices.Contains(unknowable, p) {
+			t.Errorf("%s: placeholder %s left although the bundle holds its value: %s", format, p, c.cmd)
+		}
+		if format == "json" && !slices.ContainsFunc(c.notes, func(n string) bool { return strings.HasPrefix(n, p+":") }) {
+			t.Errorf("json: placeholder %s is not named in words in the step's notes %q", p, c.notes)
+		}
+	}
+}
+
+// replayExample starts one API server per cluster of the example, in parallel, replays each
+// cluster into its own, and writes a kubeconfig with a context per cluster named after it.
+// Contexts point at the log stand-in in front of each server (the test server has no
+// kubelet: pods/log is answered from the bundle's log files, all else goes to the server).
+func replayExample(t *testing.T) (kubeconfig, kubectl string) {
+	t.Helper()
+	ctx := t.Context()
+	bin, err := testenv.Kubectl(ctx)
+	if err != nil {
+		t.Fatalf("building kubectl: %v", err)
+	}
+	root := t.TempDir()
+	type started struct {
+		env    *testenv.Env
+		server string
+		close  func() error
+		err    error
+	}
+	res := make([]started, len(exampleClusters))
+	var wg sync.WaitGroup
+	for i, name := range exampleClusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &res[i]
+			if r.env, r.err = testenv.StartProcess(ctx, filepath.Join(root, name)); r.err != nil {
+				return
+			}
+			if _, r.err = testenv.Load(ctx, r.env.Config, example, testenv.LoadOptions{Cluster: name}); r.err != nil {
+				r.err = fmt.Errorf("replaying %s: %w", name, r.err)
+				return
+			}
+			logs := filepath.Join(root, name+"-logs")
+			if _, r.err = testenv.CopyLogs(example, name, logs); r.err != nil {
+				return
+			}
+			r.server, r.close, r.err = testenv.ServeLogProxy(r.env.Config, logs)
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, r := range res {
+			if r.close != nil {
+				_ = r.close()
+			}
+			if r.env != nil {
+				if err := r.env.Stop(); err != nil {
+					t.Errorf("stopping an API server: %v", err)
+				}
+			}
+		}
+	})
+	kc := clientcmdapi.NewConfig()
+	for i, name := range exampleClusters {
+		if res[i].err != nil {
+			t.Fatalf("%s: %v", name, res[i].err)
+		}
+		kc.Clusters[name] = &clientcmdapi.Cluster{Server: res[i].server}
+		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{}
+		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	kc.CurrentContext = "no-such-context" // a command without --context must fail, not guess
+	kubeconfig = filepath.Join(root, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, bin
+}
+
+// mutating are the kubectl verbs that change something: the test adds --dry-run=server so
+// the server validates and admits the change without storing it.
+var mutating = []string{"patch", "label", "annotate", "delete", "create", "replace", "apply", "set", "scale", "cordon", "uncordon", "taint", "drain", "restart"}
+
+var (
+	podLogMissing  = regexp.MustCompile(`rejected our request for an unknown reason \(get pods (\S+)\)`)
+	rolloutRestart = regexp.MustCompile(`^kubectl (--context \S+ -n \S+) rollout restart deployment/(\S+)$`)
+)
+
+func namespaceOf(cmd string) string {
+	f := strings.Fields(cmd)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "-n" {
+			return f[i+1]
+		}
+	}
+	return "default"
+}
+
+func pasteCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
+	if strings.HasPrefix(cmd, "helm ") {
+		checkHelmCommand(t, kubeconfig, kubectl, cmd)
+		return
+	}
+	script := withServerDryRun(cmd)
+	if m := rolloutRestart.FindStringSubmatch(cmd); m != nil {
+		// kubectl rollout restart has no --dry-run; it is this patch, which the server
+		// validates as a dry run instead.
+		script = fmt.Sprintf(`kubectl %s patch deployment %s --type merge -p '{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"%s"}}}}}' --dry-run=server`,
+			m[1], m[2], time.Now().UTC().Format(time.RFC3339))
+	}
+	dir := t.TempDir()
+	binDir := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(kubectl, filepath.Join(binDir, "kubectl")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", script)
+	sh.Dir = dir
+	sh.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+dir)
+	out, err := sh.CombinedOutput()
+	if err == nil {
+		return
+	}
+	text := string(out)
+	switch {
+	case strings.Contains(cmd, " logs ") && (strings.Contains(text, "has no log here") || podLogMissing.MatchString(text)):
+		// The server resolved the deployment to its pod; only the log stand-in lacks a file,
+		// because the bundle holds no such log (kubectl prints the stand-in's 400 as "rejected
+		// for an unknown reason"). The pod it named must exist on that cluster.
+		m := podLogMissing.FindStringSubmatch(text)
+		if m != nil {
+			ctxName := strings.Fields(cmd)[2]
+			args := []string{"--kubeconfig", kubeconfig, "--context", ctxName, "-n", namespaceOf(cmd), "get", "pod", m[1]}
+			if o, err := exec.CommandContext(ctx, kubectl, args...).CombinedOutput(); err != nil {
+				t.Errorf("logs of a pod that is not there: %v\n%s", err, o)
+			}
+		}
+		t.Logf("accepted; the bundle holds no such log: %s", strings.TrimSpace(text))
+	case strings.Contains(cmd, " rollout status ") && (strings.Contains(text, "timed out waiting") || strings.Contains(text, "exceeded its progress deadline")):
+		// Read-only: the rollout is stalled, which is what the finding says.
+		t.Logf("accepted; the rollout is stalled: %s", strings.TrimSpace(text))
+	default:
+		t.Errorf("the server did not accept\n  %s\n(ran: %s)\n%s", cmd, script, text)
+	}
+}
+
+// withServerDryRun adds --dry-run=server at the end of every mutating kubectl in a shell
+// command, splitting at unquoted |, &&, ; and redirections.
+func withServerDryRun(cmd string) string {
+	var b strings.Builder
+	seg := func(s string) {
+		f := strings.Fields(s)
+		if len(f) > 0 && f[0] == "kubectl" && slices.ContainsFunc(f, func(w string) bool { return slices.Contains(mutating, w) }) {
+			b.WriteString(strings.TrimRight(s, " ") + " --dry-run=server ")
+			return
+		}
+		b.WriteString(s)
+	}
+	var quote byte
+	start := 0
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '|' || c == ';' || c == '>' || c == '&':
+			seg(cmd[start:i])
+			b.WriteByte(c)
+			start = i + 1
+		}
+	}
+	seg(cmd[start:])
+	return b.String()
+}
+
+// checkHelmCommand checks what can be checked of a helm command without helm (not
+// available here): its context exists, and the release (and revision) it names is stored
+// on that cluster, as Helm's Secret driver keeps it.
+func checkHelmCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
+	f := strings.Fields(cmd)
+	var ctxName, ns string
+	var args []string
+	for i := 1; i < len(f); i++ {
+		switch f[i] {
+		case "--kube-context":
+			i++
+			ctxName = f[i]
+		case "-n", "--namespace":
+			i++
+			ns = f[i]
+		case "--version":
+			i++
+		default:
+			if !strings.HasPrefix(f[i], "-") {
+				args = append(args, f[i])
+			}
+		}
+	}
+	if ctxName == "" || ns == "" || len(args) == 0 {
+		t.Fatalf("cannot read the helm command %q", cmd)
+	}
+	k := func(a ...string) string {
+		out, err := exec.CommandContext(t.Context(), kubectl, append([]string{"--kubeconfig", kubeconfig, "--context", ctxName, "-n", ns}, a...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", a, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	k("get", "namespace", ns)
+	verb := args[0]
+	if verb == "list" {
+		t.Logf("checked: namespace %s exists on %s (helm is not run here)", ns, ctxName)
+		return
+	}
+	if len(args) < 2 {
+		t.Fatalf("helm %s without a release: %s", verb, cmd)
+	}
+	rel := args[1]
+	if got := k("get", "secret", "-l", "owner=helm,name="+rel, "-o", "name"); got == "" {
+		t.Errorf("release %s is not stored in %s on %s: helm %s would fail", rel, ns, ctxName, verb)
+	}
+	if verb == "rollback" && len(args) > 2 {
+		k("get", "secret", "sh.helm.release.v1."+rel+".v"+args[2])
+	}
+	t.Logf("checked: release %s (and the revision named) stored in %s on %s (helm is not run here)", rel, ns, ctxName)
+}

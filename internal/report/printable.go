@@ -1,0 +1,89 @@
+package report
+
+import (
+	"reflect"
+
+	"github.com/unstick-dev/unstick/internal/textsafe"
+)
+
+// Every string of a report may come from the input (object names, event messages, log
+// lines, file names), and the input is untrusted: a terminal must not act on its escape
+// sequences, and XML must stay well-formed. The renderers therefore print a copy of the
+// report with every string cleaned; JSON alone escapes control characters itself and
+// keeps the data as read.
+
+// proseFields are the fields that may span lines; every other string is printed on one
+// line (a command with a newline in it would run as two when pasted).
+var proseFields = map[string]bool{"Summary": true, "Text": true, "Action": true, "Message": true, "Reason": true}
+
+// printable returns a deep copy of r with every string made safe to print.
+func (r *Report) printable() *Report {
+	v := reflect.ValueOf(r).Elem()
+	out := reflect.New(v.Type()).Elem()
+	copyClean(out, v, false)
+	return out.Addr().Interface().(*Report)
+}
+
+// copyClean copies src into dst (both of one type), cleaning strings on the way. Only the
+// shapes a report holds are handled: structs, pointers, slices, maps and scalars.
+func copyClean(dst, src reflect.Value, prose bool) {
+	switch src.Kind() {
+	case reflect.String:
+		if prose {
+			dst.SetString(textsafe.Text(src.String()))
+		} else {
+			dst.SetString(textsafe.Line(src.String()))
+		}
+	case reflect.Struct:
+		t := src.Type()
+		for i := 0; i < t.NumField(); i++ {
+			if !t.Field(i).IsExported() {
+				// A value with unexported state (time.Time) holds no input text.
+				dst.Set(src)
+				return
+			}
+		}
+		for i := 0; i < t.NumField(); i++ {
+			copyClean(dst.Field(i), src.Field(i), proseFields[t.Field(i).Name])
+		}
+	case reflect.Pointer:
+		if src.IsNil() {
+			return
+		}
+		p := reflect.New(src.Elem().Type())
+		copyClean(p.Elem(), src.Elem(), prose)
+		dst.Set(p)
+	case reflect.Slice:
+		if src.IsNil() {
+			return
+		}
+		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+		for i := 0; i < src.Len(); i++ {
+			copyClean(s.Index(i), src.Index(i), prose)
+		}
+		dst.Set(s)
+	case reflect.Map:
+		if src.IsNil() {
+			return
+		}
+		m := reflect.MakeMapWithSize(src.Type(), src.Len())
+		it := src.MapRange()
+		for it.Next() {
+			k := reflect.New(src.Type().Key()).Elem()
+			copyClean(k, it.Key(), false)
+			e := reflect.New(src.Type().Elem()).Elem()
+			copyClean(e, it.Value(), prose)
+			m.SetMapIndex(k, e)
+		}
+		dst.Set(m)
+	case reflect.Interface:
+		if src.IsNil() {
+			return
+		}
+		e := reflect.New(src.Elem().Type()).Elem()
+		copyClean(e, src.Elem(), prose)
+		dst.Set(e)
+	default:
+		dst.Set(src)
+	}
+}

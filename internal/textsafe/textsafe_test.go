@@ -1,0 +1,82 @@
+package textsafe
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// The attacks of a hostile event message, log line or file name: none of them may reach a
+// terminal as anything but plain text.
+func TestTextRemovesEscapeSequences(t *testing.T) {
+	for in, want := range map[string]string{
+		"copy \x1b]52;c;cm0gLXJmIH4K\x07 done":      "copy  done",         // OSC 52: clipboard write
+		"title \x1b]0;pwned\x07 set":                "title  set",         // OSC 0: window title
+		"title \x1b]0;pwned\x1b\\ set":              "title  set",         // OSC ended by ST
+		"\x1b[2Jcleared":                            "cleared",            // CSI 2J: clear screen
+		"\x1b[1;31mred\x1b[0m":                      "red",                // SGR colour
+		"link \x1b]8;;http://evil\x07x\x1b]8;;\x07": "link x",             // OSC 8 hyperlink
+		"unterminated \x1b]52;c;AAAA":               "unterminated ",      // runs to the end
+		"8-bit \u009b2J CSI":                        "8-bit  CSI",         // C1 CSI in UTF-8
+		"8-bit \u009d0;t\u0007 OSC":                 "8-bit  OSC",         // C1 OSC in UTF-8
+		"bell\a nul\x00 bs\b del\x7f cr\r":          "bell nul bs del cr", // other controls
+		"bidi \u202egnp.exe":                        "bidi gnp.exe",
+		"keep\ttabs\nand lines":                     "keep\ttabs\nand lines",
+		"bad utf8 \xff\xfe":                         "bad utf8 \ufffd\ufffd",
+		"ünïcödé 日本 ✓":                              "ünïcödé 日本 ✓",
+		"ESC at end \x1b":                           "ESC at end ",
+		"charset \x1b(Bx":                           "charset x",
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+		if !Safe(Text(in)) {
+			t.Errorf("Text(%q) is not Safe", in)
+		}
+	}
+	if got := Line("a\nb\tc\r\x1b[2Jd"); got != "a b c d" {
+		t.Errorf("Line = %q", got)
+	}
+}
+
+// A cut never splits a character or leaves half an escape sequence for the terminal.
+func TestClipKeepsCharactersAndEscapesWhole(t *testing.T) {
+	s := "ab日本" // 日 is bytes 2..4
+	for n := 0; n <= len(s)+1; n++ {
+		got := Clip(s, n)
+		if !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q: invalid UTF-8", s, n, got)
+		}
+	}
+	e := "msg \x1b]52;c;QUFBQQ==\x07 tail"
+	for n := 0; n < len(e); n++ {
+		got := Clip(e, n)
+		if i := strings.IndexByte(got, 0x1b); i >= 0 && !strings.Contains(got[i:], "\x07") {
+			t.Errorf("Clip(%q, %d) = %q cuts the escape", e, n, got)
+		}
+	}
+	if got := ClipRunes("日本語のテキスト", 4); got != "日本語…" {
+		t.Errorf("ClipRunes = %q", got)
+	}
+}
+
+func FuzzText(f *testing.F) {
+	for _, s := range []string{"\x1b]52;c;x\x07", "\x1b[2J", "a\u009bb", "\xff", "ok"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, out := range []string{Text(s), Line(s), Text(Clip(s, len(s)/2))} {
+			if !utf8.ValidString(out) {
+				t.Fatalf("invalid UTF-8 out of %q: %q", s, out)
+			}
+			for _, r := range out {
+				if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+					t.Fatalf("control %U left in %q (from %q)", r, out, s)
+				}
+			}
+		}
+		if strings.ContainsAny(Line(s), "\n\t") {
+			t.Fatalf("Line(%q) keeps a newline or tab", s)
+		}
+	})
+}
