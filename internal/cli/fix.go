@@ -283,9 +283,20 @@ func (o *fixOptions) run(ctx context.Context) error {
 	}
 	if unfinished {
 		fmt.Fprintf(log, "Finishing what an interrupted run left in %s before planning again\n", dir)
+		// The journal is only a file: a step read back from it runs again only where the
+		// plan made now, from the clusters as they are, holds the same change. That plan is
+		// not narrowed by --only/--only-cluster: the interrupted run may have been narrowed
+		// otherwise, and what it began is finished either way.
+		only, clusters := o.only, o.clusters
+		o.only, o.clusters = nil, nil
+		current, _, err := o.plan(ctx)
+		o.only, o.clusters = only, clusters
+		if err != nil {
+			return err
+		}
 		ropts := opts
 		ropts.Run = runID + "-resume"
-		if resumed, err = execute.Resume(ctx, ropts); err != nil {
+		if resumed, err = execute.Resume(ctx, ropts, current); err != nil {
 			return fmt.Errorf("finishing the interrupted run: %w (journal in %s)", err, dir)
 		}
 	}
@@ -302,7 +313,12 @@ func (o *fixOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return o.planExit(plan, rep)
+		// Nothing automatic left to do: what --apply could fix is fixed (manual incidents
+		// are listed above with their guided steps).
+		if rep.Verdict == report.VerdictIncomplete && !o.judge.allowIncomplete {
+			return &IncompleteError{Gaps: rep.Gaps()}
+		}
+		return nil
 	}
 	if o.output != "json" {
 		if err := remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true}); err != nil {

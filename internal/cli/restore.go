@@ -36,6 +36,13 @@ back byte for byte, payload included.
 An object that changed after the fix wrote it — someone else's work, or a controller's — is
 refused, with the reason, unless --force. Objects the fix only read are left alone.
 
+Before any write, the whole backup is checked and refused, naming the reason, when: its
+backup.json is missing (written by an older unstick) or its digests do not match the index and
+files; a file is outside the backup directory, behind a symbolic link, or holds another object
+than its index line names; an object is of a kind fix never writes; or a cluster it names is
+not the cluster the backup was taken from (the UID of its kube-system namespace). --force does
+not bypass any of these checks.
+
 The clusters are found by the kubeconfig context names the fix used (--kubeconfig as for fix).`,
 		Example: `  # Everything a fix changed
   unstick restore ./unstick-fix-20261128T093000Z
@@ -56,7 +63,7 @@ The clusters are found by the kubeconfig context names the fix used (--kubeconfi
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.object, "object", "", "restore only this object: [CLUSTER:]KIND/NAMESPACE/NAME (KIND/NAME when cluster-scoped)")
-	f.BoolVar(&o.force, "force", false, "restore objects that changed after the fix wrote them")
+	f.BoolVar(&o.force, "force", false, "restore objects that changed after the fix wrote them (never bypasses the backup's identity, digest, path or kind checks)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table|json")
 	o.kube.addFlags(f)
 	return cmd

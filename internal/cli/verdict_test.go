@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/unstick-dev/unstick/internal/catalog"
 )
 
 // copyTree copies the example (or a part of it) so a test can break it.
@@ -86,7 +88,7 @@ func TestScanOfNoObjectsFails(t *testing.T) {
 		}
 	}
 	empty := t.TempDir()
-	if _, errOut, code := run(t, "scan", "--from", empty); code != ExitFailed || !strings.Contains(errOut, "no Kubernetes objects") {
+	if _, errOut, code := run(t, "scan", "--from", empty); code != ExitFailed || !strings.Contains(errOut, "holds no files") {
 		t.Errorf("empty directory: exit %d, %s", code, errOut)
 	}
 }
@@ -269,6 +271,26 @@ func TestPreflightBlocksOnEveryScanIncident(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &pf); err != nil {
 		t.Fatal(err)
+	}
+	// Each blocker says whether the catalogue calls its ID an upgrade gate.
+	var kinds struct {
+		Blocking []struct {
+			ID     string `json:"id"`
+			Blocks string `json:"blocks"`
+		} `json:"blocking"`
+	}
+	if err := json.Unmarshal([]byte(out), &kinds); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range kinds.Blocking {
+		e, _ := cat.Get(b.ID)
+		if want := map[bool]string{true: "gate", false: "stuck"}[e != nil && e.Preflight]; b.Blocks != want {
+			t.Errorf("blocker %s marked %q, want %q (catalogue preflight attribute)", b.ID, b.Blocks, want)
+		}
 	}
 	blocks := map[string]bool{}
 	for _, b := range pf.Blocking {

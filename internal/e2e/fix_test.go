@@ -66,7 +66,7 @@ func TestFixRollsBackPendingAgentRelease(t *testing.T) {
 		t.Errorf("the rollback is risk %s and must be above the default --max-risk low", first.Risk)
 	}
 	table, _, code := runCtx(context.Background(), t, "", append([]string{"fix"}, f.args()...)...)
-	if code != 0 || !strings.Contains(table, wantCmd) || !strings.Contains(table, "above --max-risk low: not run") {
+	if code != 3 || !strings.Contains(table, wantCmd) || !strings.Contains(table, "above --max-risk low: not run") {
 		t.Errorf("fix (table) exit %d, want the rollback command listed above --max-risk:\n%s", code, table)
 	}
 	if d := changed(before, everything(t, cfg)); len(d) != 0 {

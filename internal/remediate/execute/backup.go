@@ -59,6 +59,8 @@ type IndexEntry struct {
 	// Existed is false for an object the step creates: restoring means deleting it.
 	Existed         bool   `json:"existed"`
 	File            string `json:"file,omitempty"` // relative to the backup directory
+	// SHA256 is the digest of File: restore refuses a file that no longer matches it.
+	SHA256          string `json:"sha256,omitempty"`
 	UID             string `json:"uid,omitempty"`
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
@@ -70,18 +72,55 @@ func (e IndexEntry) Key() string {
 
 // Backups writes into one backup directory.
 type Backups struct {
-	dir string
-	run string
-	mu  sync.Mutex
+	dir    string
+	run    string
+	mu     sync.Mutex
+	origin *Origin
 }
 
-func newBackups(dir, run string) (*Backups, error) {
+// newBackups opens a backup directory, keeping its origin record (a new one when it has
+// none; the caller has refused a directory whose record is missing or does not verify).
+func newBackups(dir, run string, origin *Origin) (*Backups, error) {
 	for _, d := range []string{dir, filepath.Join(dir, objectsDir), filepath.Join(dir, evidenceDir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("backup directory: %w", err)
 		}
 	}
-	return &Backups{dir: dir, run: run}, nil
+	if origin == nil {
+		origin = &Origin{Clusters: map[string]ClusterID{}}
+		idx, err := os.ReadFile(filepath.Join(dir, objectsDir, indexFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("backup directory: %w", err)
+		}
+		origin.Index = digestOf(idx)
+		if err := writeOrigin(dir, origin); err != nil {
+			return nil, err
+		}
+	}
+	return &Backups{dir: dir, run: run, origin: origin}, nil
+}
+
+// bind records which cluster a cluster name reaches, before the first backup of one of its
+// objects; a name already recorded must still reach the same cluster.
+func (b *Backups) bind(ctx context.Context, cl *cluster) error {
+	b.mu.Lock()
+	known, ok := b.origin.Clusters[cl.name]
+	b.mu.Unlock()
+	id, err := identify(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if known.KubeSystemUID != id.KubeSystemUID {
+			return refuseBackup(b.dir, "context %s now reaches another cluster (%s, kube-system uid %s) than the one this backup directory was written for (%s, kube-system uid %s); use another --backup-dir",
+				cl.name, id.Server, id.KubeSystemUID, known.Server, known.KubeSystemUID)
+		}
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.origin.Clusters[cl.name] = id
+	return writeOrigin(b.dir, b.origin)
 }
 
 func objectFile(o remediate.Object) string {
@@ -106,14 +145,14 @@ func (b *Backups) saveObject(step string, o remediate.Object, u *unstructured.Un
 	kept := false
 	if u != nil {
 		e.Existed, e.UID, e.ResourceVersion = true, string(u.GetUID()), u.GetResourceVersion()
-		e.File = objectFile(o)
+		e.File = filepath.ToSlash(objectFile(o))
 		clean := u.DeepCopy()
 		unstructured.RemoveNestedField(clean.Object, "metadata", "managedFields")
 		y, err := yaml.Marshal(clean.Object)
 		if err != nil {
 			return "", false, fmt.Errorf("encoding the backup of %s: %w", o.Ref(), err)
 		}
-		path := filepath.Join(b.dir, e.File)
+		path := filepath.Join(b.dir, objectFile(o))
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return "", false, err
 		}
@@ -121,12 +160,19 @@ func (b *Backups) saveObject(step string, o remediate.Object, u *unstructured.Un
 		switch {
 		case errors.Is(err, fs.ErrExist):
 			kept = true
+			old, err := readLocal(b.dir, e.File)
+			if err != nil {
+				return "", false, fmt.Errorf("reading the earlier backup of %s: %w", o.Ref(), err)
+			}
+			e.SHA256 = sha(old)
 		case err != nil:
 			return "", false, fmt.Errorf("writing the backup of %s: %w", o.Ref(), err)
 		default:
 			header := fmt.Sprintf("# %s on %s, saved by unstick (step %s) before any change; restore with: unstick restore %s --object %s\n",
 				o.Ref(), o.Cluster, step, b.dir, o.Ref())
-			if _, err := f.Write(append([]byte(header), y...)); err != nil {
+			body := append([]byte(header), y...)
+			e.SHA256 = sha(body)
+			if _, err := f.Write(body); err != nil {
 				f.Close()
 				return "", false, err
 			}
@@ -139,10 +185,31 @@ func (b *Backups) saveObject(step string, o remediate.Object, u *unstructured.Un
 			}
 		}
 	}
-	if err := appendLine(filepath.Join(b.dir, objectsDir, indexFile), e); err != nil {
+	if err := b.appendIndex(e); err != nil {
 		return "", false, err
 	}
 	return e.File, kept, nil
+}
+
+// appendIndex adds a line to the index, first recording in OriginFile the index's digest
+// with the line and without it: killed between the two writes, the directory still verifies.
+func (b *Backups) appendIndex(e IndexEntry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(b.dir, objectsDir, indexFile)
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading the backup index: %w", err)
+	}
+	prev := digestOf(old)
+	b.origin.Previous = &prev
+	b.origin.Index = digestOf(append(append(old, line...), '\n'))
+	if err := writeOrigin(b.dir, b.origin); err != nil {
+		return err
+	}
+	return appendLine(path, e)
 }
 
 func appendLine(path string, v any) error {

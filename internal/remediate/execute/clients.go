@@ -29,6 +29,8 @@ const FieldManager = "unstick"
 // cluster is the clients of one cluster.
 type cluster struct {
 	name string
+	// host is the API server URL the REST config points at (recorded with a backup).
+	host string
 	kube *source.Kube
 	dyn  dynamic.Interface
 
@@ -47,6 +49,9 @@ type Clients struct {
 func NewClients(configs map[string]*rest.Config) *Clients {
 	return &Clients{configs: configs, byName: map[string]*cluster{}}
 }
+
+// has reports whether a cluster of that name can be reached (its context was given).
+func (c *Clients) has(name string) bool { return c.configs[name] != nil }
 
 func (c *Clients) get(name string) (*cluster, error) {
 	c.mu.Lock()
@@ -71,7 +76,7 @@ func (c *Clients) get(name string) (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	cl := &cluster{name: name, kube: kube, dyn: dyn}
+	cl := &cluster{name: name, host: cfg.Host, kube: kube, dyn: dyn}
 	c.byName[name] = cl
 	return cl, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -78,6 +79,7 @@ type Executor struct {
 	in      *bufio.Reader
 	numbers map[string]int
 	quit    bool
+	bound   map[string]bool
 }
 
 // Run executes a plan: per incident, its attempts lowest risk first, stopping at the first
@@ -145,11 +147,39 @@ func newExecutor(ctx context.Context, opts Options, numbers map[string]int) (*Ex
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the journal in %s: %w", opts.BackupDir, err)
 	}
+	// A directory an earlier run wrote is checked as restore checks it, and each cluster it
+	// names must still be the same cluster, before anything is written anywhere.
+	prior, err := LoadBackup(opts.BackupDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if prior.Origin != nil {
+		names := map[string]bool{}
+		for n := range prior.Origin.Clusters {
+			names[n] = true
+		}
+		for _, ie := range prior.Index {
+			names[ie.Cluster] = true
+		}
+		for _, en := range entries {
+			if en.Cluster != "" && en.Phase != "" && !strings.HasPrefix(en.Step, "restore:") {
+				names[en.Cluster] = true
+			}
+		}
+		list := make([]string, 0, len(names))
+		for n := range names {
+			list = append(list, n)
+		}
+		sort.Strings(list)
+		if err := checkOrigin(ctx, opts.BackupDir, prior.Origin, opts.Clients, list); err != nil {
+			return nil, nil, err
+		}
+	}
 	j, err := OpenJournal(opts.BackupDir, opts.Run)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := newBackups(opts.BackupDir, opts.Run)
+	b, err := newBackups(opts.BackupDir, opts.Run, prior.Origin)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -206,13 +236,15 @@ func interrupted(entries []Entry, st map[string]*stepState) [][]remediate.Step {
 	return out
 }
 
-// Resume finishes what an interrupted run left in a backup directory, from its journal
-// alone: a step that was written is verified, never written again; a step that was not is
-// run as it was planned (its objects held to the versions read then); the rest of an
-// interrupted chain runs in order. Where an object changed since, the step makes no write and
-// is closed as abandoned, and the new plan decides. Every step ends with one terminal
-// journal line.
-func Resume(ctx context.Context, opts Options) (*Result, error) {
+// Resume finishes what an interrupted run left in a backup directory. The journal says what
+// was begun; plan, made from the clusters as they are now, says what may be done: a step read
+// back from the journal is only run when plan holds the same change (remediate.SameChange),
+// and then as plan has it. A step that was already written is verified (reads only), never
+// written again; a Helm rollback killed between its writes is finished from the records it
+// left on the cluster. A begun step that is neither is closed as abandoned, and a step not
+// yet begun that plan does not hold is left alone: the new plan decides. Every step that ran
+// ends with one terminal journal line.
+func Resume(ctx context.Context, opts Options, plan *remediate.Plan) (*Result, error) {
 	e, res, err := newExecutor(ctx, opts, nil)
 	if err != nil {
 		return nil, err
@@ -227,15 +259,40 @@ func Resume(ctx context.Context, opts Options) (*Result, error) {
 	}
 	for _, u := range units {
 		e.say("\nFinishing an attempt the interrupted run left: %s", u[0].Change)
-		for i, st := range u {
-			if s := e.states[st.ID]; s != nil && s.terminal != "" {
+		for i, old := range u {
+			if s := e.states[old.ID]; s != nil && s.terminal != "" {
 				continue
 			}
-			status, msg, err := e.runStep(ctx, st, u)
-			res.Resumed = append(res.Resumed, Outcome{Number: e.numbers[st.ID], Step: st, Status: status, Message: msg})
+			st, ok := planned(plan, old)
+			var status, msg string
+			chained := false
+			if !ok {
+				if chained, err = e.chainContinues(ctx, u, i); err != nil {
+					return res, err
+				}
+			}
+			switch {
+			case ok:
+				status, msg, err = e.runStep(ctx, st, u)
+			case chained:
+				// Held, like any step, to the UID and resourceVersion its plan read.
+				status, msg, err = e.runStep(ctx, old, u)
+				ok = true
+			case e.states[old.ID] != nil && e.states[old.ID].phases[PhaseBegin]:
+				// Begun: it may have been written. Only reads, or finishing a Helm rollback
+				// whose records on the cluster show unstick's half-done write.
+				status, msg, err = e.finishWritten(ctx, old)
+			default:
+				// The rest of the chain depends on this step: all of it is left to the new plan.
+				e.say("  [%d] %s %s — not in the plan made from the clusters as they are now: not run (nor the rest of its attempt)", e.numbers[old.ID], old.Rung, old.Target.Ref())
+			}
+			if !ok && (e.states[old.ID] == nil || !e.states[old.ID].phases[PhaseBegin]) {
+				break
+			}
+			res.Resumed = append(res.Resumed, Outcome{Number: e.numbers[old.ID], Step: old, Status: status, Message: msg})
 			if IsConflict(err) {
 				for _, rest := range u[i:] {
-					if s := e.states[rest.ID]; s == nil || s.terminal == "" {
+					if s := e.states[rest.ID]; s != nil && s.phases[PhaseBegin] && s.terminal == "" {
 						r := rest
 						if err := e.record(rest, PhaseAbandoned, "objects changed since the interrupted run planned it: left to the new plan", func(en *Entry) { en.Plan = &r }); err != nil {
 							return res, err
@@ -247,7 +304,7 @@ func Resume(ctx context.Context, opts Options) (*Result, error) {
 			if err != nil {
 				return res, err
 			}
-			if status == StatusDeclined {
+			if status == StatusDeclined || status == StatusAbandoned {
 				break
 			}
 		}
@@ -256,6 +313,133 @@ func Resume(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// chainContinues reports whether step i of an interrupted SUC image chain may run although
+// the new plan does not hold it. Once the Plan's image is patched its finding is gone, yet
+// the controller keeps the Plan's old Jobs and the labels marking nodes done (the Plan's hash
+// leaves images out): the chain is useless unless it is finished. The journal alone is not
+// trusted for this: every earlier step must be finished, the first being the Plan patch, and
+// the live object must belong to that Plan — a Job labelled upgrade.cattle.io/plan with its
+// name, or the node label plan.upgrade.cattle.io/<plan> itself. The step is then held, as
+// any step, to the UID and resourceVersion read when it was planned.
+func (e *Executor) chainContinues(ctx context.Context, u []remediate.Step, i int) (bool, error) {
+	if i == 0 || u[0].Action != remediate.PatchPlanImage {
+		return false, nil
+	}
+	for _, prev := range u[:i] {
+		if s := e.states[prev.ID]; s == nil || (s.terminal != PhaseVerified && s.terminal != PhaseUnverified) {
+			return false, nil
+		}
+	}
+	plan, st := u[0].Target, u[i]
+	if st.Cluster != plan.Cluster || st.Target.Cluster != plan.Cluster {
+		return false, nil
+	}
+	switch st.Action {
+	case remediate.DeleteJob:
+		if st.Target.Namespace != plan.Namespace || len(st.Touches) != 1 || st.Touches[0].Key() != st.Target.Key() {
+			return false, nil
+		}
+		cl, err := e.cluster(ctx, st.Cluster)
+		if err != nil {
+			return false, err
+		}
+		live, err := cl.read(ctx, st.Target)
+		if err != nil {
+			return false, err
+		}
+		return live != nil && string(live.GetUID()) == st.Target.UID && live.GetLabels()["upgrade.cattle.io/plan"] == plan.Name, nil
+	case remediate.RemoveNodeLabel:
+		return st.Label == "plan.upgrade.cattle.io/"+plan.Name && len(st.Touches) == 1 && st.Touches[0].Key() == st.Target.Key() && st.Target.Kind == "Node", nil
+	}
+	return false, nil
+}
+
+// StatusAbandoned: a step an interrupted run began, not written, no longer planned.
+const StatusAbandoned = "abandoned"
+
+// planned finds the step of plan that makes the same change as a step read from the journal,
+// in an attempt the executor may run.
+func planned(plan *remediate.Plan, old remediate.Step) (remediate.Step, bool) {
+	if plan == nil {
+		return remediate.Step{}, false
+	}
+	for _, inc := range plan.Incidents {
+		for _, a := range inc.Attempts {
+			if !a.Runnable() {
+				continue
+			}
+			for _, st := range a.Steps {
+				if remediate.SameChange(st, old) {
+					return st, true
+				}
+			}
+		}
+	}
+	return remediate.Step{}, false
+}
+
+// finishWritten ends a begun step the new plan does not hold: verified when its change is in
+// place (the interrupted run wrote it), a Helm rollback finished when the cluster holds the
+// revision unstick began writing, otherwise abandoned with no write.
+func (e *Executor) finishWritten(ctx context.Context, st remediate.Step) (string, string, error) {
+	n := e.numbers[st.ID]
+	prev := e.states[st.ID]
+	cl, err := e.cluster(ctx, st.Cluster)
+	if err != nil {
+		return StatusFailed, err.Error(), err
+	}
+	v := vals{restartedAt: prev.restartedAt, baseline: prev.baseline}
+	if st.Action.Mutating() {
+		in, _, _, err := e.state(ctx, cl, st, v)
+		if err != nil {
+			return e.stop(st, err)
+		}
+		if !in && st.Action == remediate.HelmRollback && prev.phases[PhaseDryRun] {
+			writes, partial, err := e.helmFinish(ctx, cl, st)
+			if err != nil {
+				return e.stop(st, err)
+			}
+			if partial {
+				e.say("  [%d] finished the rollback the interrupted run began: %s", n, describeWrites(writes))
+				if err := e.record(st, PhaseApplied, "finished when resuming: "+describeWrites(writes), func(en *Entry) { en.Writes = writes }); err != nil {
+					return StatusFailed, err.Error(), err
+				}
+				return e.verify(ctx, cl, st, v)
+			}
+		}
+		if in {
+			e.say("  [%d] %s %s — already applied by the interrupted run; verifying, not writing again", n, st.Rung, st.Target.Ref())
+			if !prev.phases[PhaseApplied] {
+				if err := e.record(st, PhaseApplied, "found applied when resuming: not written again", nil); err != nil {
+					return StatusFailed, err.Error(), err
+				}
+			}
+			return e.verify(ctx, cl, st, v)
+		}
+	}
+	msg := "not written, and not in the plan made from the clusters as they are now: left to the new plan"
+	e.say("  [%d] %s %s — %s", n, st.Rung, st.Target.Ref(), msg)
+	return StatusAbandoned, msg, e.record(st, PhaseAbandoned, msg, func(en *Entry) { s := st; en.Plan = &s })
+}
+
+// cluster connects to a cluster and records, once, which cluster its name reaches.
+func (e *Executor) cluster(ctx context.Context, name string) (*cluster, error) {
+	cl, err := e.clients.get(name)
+	if err != nil {
+		return nil, err
+	}
+	if e.bound == nil {
+		e.bound = map[string]bool{}
+	}
+	if !e.bound[name] {
+		if err := e.backups.bind(ctx, cl); err != nil {
+			return nil, err
+		}
+		e.bound[name] = true
+	}
+	return cl, nil
 }
 
 func (e *Executor) say(format string, args ...any) { fmt.Fprintf(e.opts.Out, format+"\n", args...) }
@@ -373,7 +557,7 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		e.say("  [%d] %s %s — finished in an earlier run (%s)", n, st.Rung, st.Target.Ref(), prev.terminal)
 		return StatusDone, "finished in an earlier run: " + prev.terminal, nil
 	}
-	cl, err := e.clients.get(st.Cluster)
+	cl, err := e.cluster(ctx, st.Cluster)
 	if err != nil {
 		return StatusFailed, err.Error(), err
 	}
@@ -603,8 +787,12 @@ func (e *Executor) observe(ctx context.Context, st remediate.Step) (string, stri
 	}
 	var notes []string
 	for _, name := range order {
-		c, err := e.clients.get(name)
+		c, err := e.cluster(ctx, name)
 		if err != nil {
+			var oe *OriginError
+			if errors.As(err, &oe) {
+				return StatusFailed, err.Error(), err
+			}
 			notes = append(notes, err.Error())
 			continue
 		}

@@ -193,6 +193,11 @@ func (e *Executor) helmFinish(ctx context.Context, cl *cluster, st remediate.Ste
 	if last.Version != h.NewRevision || last.Info == nil || last.Info.Description != fmt.Sprintf("Rollback to %d", h.Target) {
 		return nil, false, nil
 	}
+	// The step comes from the journal, which is only a file: the revision must also be one
+	// unstick wrote (its field manager), or this is not unstick's rollback to finish.
+	if s, err := cl.kube.Core.Secrets(h.Namespace).Get(ctx, h.SecretName(h.NewRevision), metav1.GetOptions{}); err != nil || !managedBy(s.ManagedFields, FieldManager) {
+		return nil, false, nil
+	}
 	expect := map[string]string{}
 	for _, rev := range []int{h.Current, h.Target, h.NewRevision} {
 		if s, err := cl.kube.Core.Secrets(h.Namespace).Get(ctx, h.SecretName(rev), metav1.GetOptions{}); err == nil {
@@ -522,4 +527,13 @@ func sameContent(a, b *unstructured.Unstructured) bool {
 		return c
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+func managedBy(fields []metav1.ManagedFieldsEntry, manager string) bool {
+	for _, f := range fields {
+		if f.Manager == manager {
+			return true
+		}
+	}
+	return false
 }

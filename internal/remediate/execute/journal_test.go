@@ -61,14 +61,15 @@ func TestInterrupted(t *testing.T) {
 // before unstick changed anything), and the index says so. Files are 0600, directories 0700.
 func TestBackupIsWrittenOnce(t *testing.T) {
 	dir := t.TempDir()
-	b, err := newBackups(dir, "r1")
+	b, err := newBackups(dir, "r1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := remediate.Object{Cluster: "c1", APIVersion: "v1", Kind: "Secret", Namespace: "ns", Name: "sh.helm.release.v1.x.v1"}
 	u := func(rv string) *unstructured.Unstructured {
-		x := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "data": map[string]any{"release": "cGF5bG9hZA=="},
-			"metadata": map[string]any{"name": o.Name, "namespace": o.Namespace, "managedFields": []any{map[string]any{"manager": "x"}}}}}
+		x := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1", "data": map[string]any{"release": "cGF5bG9hZA=="},
+			"metadata": map[string]any{"name": o.Name, "namespace": o.Namespace, "labels": map[string]any{"owner": "helm", "name": "x", "status": "deployed", "version": "1"},
+				"managedFields": []any{map[string]any{"manager": "x"}}}}}
 		x.SetResourceVersion(rv)
 		return x
 	}
@@ -79,10 +80,11 @@ func TestBackupIsWrittenOnce(t *testing.T) {
 	if _, kept, err = b.saveObject("s2", o, u("2")); err != nil || !kept {
 		t.Fatalf("second save: kept=%v %v, want the first copy kept", kept, err)
 	}
-	saved, err := readBackup(filepath.Join(dir, file))
+	bk, err := LoadBackup(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	saved := bk.bodies[0]
 	if saved.GetResourceVersion() != "1" || saved.GetManagedFields() != nil {
 		t.Errorf("backup rv %s, managedFields %v: want the first copy, without managedFields", saved.GetResourceVersion(), saved.GetManagedFields())
 	}
@@ -108,4 +110,29 @@ func mode(t *testing.T, p string) os.FileMode {
 		t.Fatal(err)
 	}
 	return st.Mode().Perm()
+}
+
+// A step read back from a journal is run only when the plan made now holds the same change,
+// in an attempt the executor may run.
+func TestPlannedMatchesOnlyTheSameChange(t *testing.T) {
+	job := remediate.Object{Cluster: "prod-eu-1", APIVersion: "batch/v1", Kind: "Job", Namespace: "system-upgrade", Name: "apply-node-maintenance-on-w1-with-4ee557c", UID: "8f1d", ResourceVersion: "700"}
+	st := remediate.Step{ID: "delete-job-1a2b", Action: remediate.DeleteJob, Cluster: "prod-eu-1", Target: job, Touches: []remediate.Object{job}}
+	plan := &remediate.Plan{Incidents: []remediate.IncidentPlan{{Attempts: []remediate.Attempt{{Steps: []remediate.Step{st}}}}}}
+	journal := st
+	journal.Target.ResourceVersion, journal.Touches = "650", []remediate.Object{{Cluster: "prod-eu-1", APIVersion: "batch/v1", Kind: "Job", Namespace: "system-upgrade", Name: job.Name, UID: "8f1d", ResourceVersion: "650"}}
+	if got, ok := planned(plan, journal); !ok || got.Target.ResourceVersion != "700" {
+		t.Errorf("the same change read at an older version: ok=%v, step %+v; want the new plan's step", ok, got.Target)
+	}
+	edited := journal
+	edited.Target.Name, edited.Touches = "keep-me", []remediate.Object{{Cluster: "prod-eu-1", APIVersion: "batch/v1", Kind: "Job", Namespace: "system-upgrade", Name: "keep-me", UID: "8f1d"}}
+	if _, ok := planned(plan, edited); ok {
+		t.Error("a journal step edited to another object matched the plan")
+	}
+	plan.Incidents[0].Attempts[0].AboveMaxRisk = true
+	if _, ok := planned(plan, journal); ok {
+		t.Error("a step the plan holds above --max-risk matched")
+	}
+	if _, ok := planned(nil, journal); ok {
+		t.Error("matched without a plan")
+	}
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/remediate"
 )
@@ -46,6 +44,7 @@ type RestoreOutcome struct {
 
 type restoreItem struct {
 	orig  IndexEntry
+	body  *unstructured.Unstructured // the saved object (nil for one fix created)
 	last  *Write // the last write unstick made to it
 	key   string
 	order int
@@ -61,10 +60,13 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	index, err := ReadIndex(o.Dir)
+	// Everything about the backup that needs no cluster is checked first; then the identity
+	// of each cluster, by reads; only then is anything written.
+	b, err := LoadBackup(o.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", o.Dir, err)
+		return nil, err
 	}
+	index := b.Index
 	if len(index) == 0 {
 		return nil, fmt.Errorf("%s holds no backup made by unstick fix (no %s)", o.Dir, filepath.Join(objectsDir, indexFile))
 	}
@@ -78,7 +80,7 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 		if _, ok := items[e.Key()]; ok {
 			continue // the first backup of an object is its state before unstick
 		}
-		items[e.Key()] = &restoreItem{orig: e, key: e.Key(), order: i}
+		items[e.Key()] = &restoreItem{orig: e, key: e.Key(), order: i, body: b.bodies[i]}
 		keys = append(keys, e.Key())
 	}
 	for _, en := range entries {
@@ -89,11 +91,32 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 			}
 		}
 	}
+	// Fix never deletes an object of a kind outside its own steps' (a rollback only applies
+	// its manifest objects): a journal that says otherwise was not written by fix.
+	for _, k := range keys {
+		it := items[k]
+		if it.last != nil && it.last.Op == "delete" && !remediate.Writes(groupKind(it.orig)) {
+			return nil, refuseBackup(o.Dir, "its journal says fix deleted %s on %s, but fix never deletes a %s: restoring it would create one",
+				entryRef(it.orig), it.orig.Cluster, groupKind(it.orig))
+		}
+	}
 	var filter func(IndexEntry) bool
 	if o.Object != "" {
 		if filter, err = objectFilter(o.Object); err != nil {
 			return nil, err
 		}
+	}
+	var clusters []string
+	seenCluster := map[string]bool{}
+	for _, k := range keys {
+		it := items[k]
+		if (filter == nil || filter(it.orig)) && !seenCluster[it.orig.Cluster] {
+			seenCluster[it.orig.Cluster] = true
+			clusters = append(clusters, it.orig.Cluster)
+		}
+	}
+	if err := checkOrigin(ctx, o.Dir, b.Origin, o.Clients, clusters); err != nil {
+		return nil, err
 	}
 	j, err := OpenJournal(o.Dir, "restore")
 	if err != nil {
@@ -108,7 +131,7 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 			continue
 		}
 		matched++
-		r := restoreOne(ctx, o, it)
+		r := restoreOne(ctx, o, b, it)
 		res = append(res, r)
 		fmt.Fprintf(out, "%s %s: %s", r.Cluster, r.Object, r.Status)
 		if r.Message != "" {
@@ -146,7 +169,7 @@ func objectFilter(s string) (func(IndexEntry) bool, error) {
 	}, nil
 }
 
-func restoreOne(ctx context.Context, o RestoreOptions, it *restoreItem) RestoreOutcome {
+func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreItem) RestoreOutcome {
 	e := it.orig
 	obj := remediate.Object{Cluster: e.Cluster, APIVersion: e.APIVersion, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
 	r := RestoreOutcome{Cluster: e.Cluster, Object: obj.Ref()}
@@ -167,6 +190,22 @@ func restoreOne(ctx context.Context, o RestoreOptions, it *restoreItem) RestoreO
 		return fail("reading it: %v", err)
 	}
 	// Did anyone change it after unstick's last write?
+	if !remediate.Writes(groupKind(e)) {
+		// A manifest object a Helm rollback re-applied: fix never deletes one, so restore
+		// never creates one, and it only touches one its release still owns.
+		switch {
+		case it.last.Op == "delete":
+			return fail("fix never deletes a %s, so restore does not create one", groupKind(e))
+		case live == nil:
+			return fail("it no longer exists, and restore does not create a %s (not even with --force)", groupKind(e))
+		}
+		if err := b.helmOwned(e, live.GetAnnotations()); err != nil {
+			return fail("%v", err)
+		}
+		if e.Existed && string(live.GetUID()) != e.UID {
+			return fail("it is a different object now (uid %s, the backup's is %s)", live.GetUID(), e.UID)
+		}
+	}
 	if it.last.Op == "delete" && live != nil && string(live.GetUID()) == it.last.UID && live.GetDeletionTimestamp() != nil {
 		return fail("unstick's delete is still pending (finalizers %v): it can be re-created once it is gone", live.GetFinalizers())
 	}
@@ -197,9 +236,9 @@ func restoreOne(ctx context.Context, o RestoreOptions, it *restoreItem) RestoreO
 		r.Status, r.Message = Deleted, "unstick created it"
 		return r
 	}
-	saved, err := readBackup(filepath.Join(o.Dir, e.File))
-	if err != nil {
-		return fail("%v", err)
+	saved := it.body
+	if saved == nil {
+		return fail("the backup holds no copy of it")
 	}
 	if err := remediate.Guard(obj, secretType(saved), saved.GetLabels()); err != nil {
 		return fail("%v", err)
@@ -238,16 +277,4 @@ func restoreOne(ctx context.Context, o RestoreOptions, it *restoreItem) RestoreO
 func secretType(u *unstructured.Unstructured) string {
 	t, _, _ := unstructured.NestedString(u.Object, "type")
 	return t
-}
-
-func readBackup(path string) (*unstructured.Unstructured, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the backup: %w", err)
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }
