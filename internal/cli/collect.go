@@ -33,12 +33,20 @@ unstick-bundle.yaml with the collection time, the clusters and what was redacted
 
 'unstick scan --from' on the bundle gives the findings the live scan gave at that time.
 
-Redacted by default: Secret payloads (Helm release Secrets keep only a re-encoded record of
-their metadata — name, revision, status, times, chart — never values or manifests),
-ConfigMap values and container environment values (except the system-upgrade-controller
-settings SYSTEM_UPGRADE_*, which the checks read), last-applied-configuration annotations,
-and credentials in log lines (bearer tokens, passwords, tokens, passwords in URLs). What was
-redacted is printed and listed in unstick-bundle.yaml.`,
+Only an allowlist leaves the cluster: per kind, the fields the checks read. Everything else
+is dropped and named in the object's unstick.dev/removed-fields annotation — annotations
+(last-applied, objectset applied), Fleet Bundle Helm values and resources, BundleDeployment
+options' values, container args and commands, SUC Plan envs, args and commands. Secrets keep
+their keys, never a value (Helm release Secrets keep a re-encoded record of their metadata:
+name, revision, status, times, chart, redacted description — never values or manifests);
+ConfigMap and environment values are replaced by [redacted] except the system-upgrade-
+controller settings SYSTEM_UPGRADE_*. Free text that is kept — event, condition and status
+messages, termination messages, log lines — passes one redactor (tokens in key=value, key:
+value, --flag value, JSON and header forms, cookies and session keys, passwords in URLs, PEM
+blocks, base64 that decodes to a credential). What was redacted is printed and listed in
+unstick-bundle.yaml. The archive and every file of a directory bundle are written 0600
+(directories 0700), through a temporary name renamed into place; a symlink at the
+destination and a non-empty directory are refused.`,
 		Example: `  # The current context, as a tar.gz to attach to a ticket
   unstick collect --to fleet-$(date +%F).tar.gz
 

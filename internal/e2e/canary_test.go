@@ -68,7 +68,13 @@ func newCanaries(t *testing.T) *canaries {
 
 // v returns the canary of a place.
 func (c *canaries) v(place string) string {
-	val := c.prefix + strings.NewReplacer(" ", "-", "/", "-", ".", "-").Replace(place) + "-token"
+	// Only letters, digits and '-': find reads a canary up to the first other character.
+	val := c.prefix + strings.Map(func(r rune) rune {
+		if r < 128 && isAlnum(byte(r)) {
+			return r
+		}
+		return '-'
+	}, place) + "-token"
 	c.where[val] = place
 	return val
 }
@@ -179,6 +185,9 @@ func secretsBundle(t *testing.T, c *canaries) string {
 			md := o["metadata"].(map[string]any)
 			md["annotations"].(map[string]any)["kubectl.kubernetes.io/last-applied-configuration"] =
 				`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"fleet-agent","namespace":"cattle-fleet-system"},"spec":{"template":{"spec":{"containers":[{"name":"fleet-agent","env":[{"name":"API_TOKEN","value":"` + c.v("last-applied of the agent Deployment") + `"}]}]}}}}`
+			// Wrangler's apply keeps its own copy of what it applied: gzip, then base64.
+			md["annotations"].(map[string]any)["objectset.rio.cattle.io/applied"] = gzipB64(t,
+				`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"spec":{"containers":[{"name":"fleet-agent","env":[{"name":"CATTLE_TOKEN","value":"`+c.v("objectset applied annotation of the agent Deployment")+`"}]}]}}}}`)
 		case "Pod":
 			podSpec = o["spec"].(map[string]any)
 		}
@@ -191,6 +200,7 @@ func secretsBundle(t *testing.T, c *canaries) string {
 					map[string]any{"name": "API_TOKEN", "value": c.v("API_TOKEN env of the agent " + kind)},
 					map[string]any{"name": "FROM_SECRET", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "canary-opaque", "key": "password"}}},
 				}
+				ctr.(map[string]any)["args"] = []any{"--token", c.v("args of the agent " + kind), "--password=" + c.v("password arg of the agent "+kind)}
 			}
 		}
 		out, err := yaml.Marshal(o)
@@ -248,8 +258,14 @@ items:
   data:
     SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE: rancher/kubectl:v1.30.3
     HTTP_PROXY: "http://suc:%s@proxy.internal:3128"
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: canary-kubeconfig, namespace: cattle-fleet-system}
+  data:
+    kubeconfig: %q
 `, lastApplied, b64(c.v("opaque Secret data")), c.v("opaque Secret stringData"), b64(kubeconfig), b64(dockerConfig),
-		c.v("ConfigMap data"), c.v("non-SUC key of the SUC env ConfigMap"))
+		c.v("ConfigMap data"), c.v("non-SUC key of the SUC env ConfigMap"),
+		strings.ReplaceAll(kubeconfig, c.v("kubeconfig Secret token"), c.v("kubeconfig ConfigMap token")))
 	if err := os.WriteFile(filepath.Join(root, "cattle-fleet-system", "canaries.yaml"), []byte(objects), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +294,52 @@ status:
     state:
       waiting: {reason: CrashLoopBackOff, message: 'back-off 5m0s restarting failed container=sync pod=canary-sync-7f9c8-x2k4p'}
     lastState:
-      terminated: {reason: Error, exitCode: 1, startedAt: '2026-11-28T09:20:00Z', finishedAt: '2026-11-28T09:25:00Z'}
+      terminated: {reason: Error, exitCode: 1, startedAt: '2026-11-28T09:20:00Z', finishedAt: '2026-11-28T09:25:00Z',
+        message: 'fatal: login to https://rancher.example.com failed with --token ` + c.v("termination message of the crash-looping pod") + `'}
+  conditions:
+  - {type: Ready, status: 'False', reason: ContainersNotReady, lastTransitionTime: '2026-11-28T09:20:00Z',
+    message: 'containers with unready status: [sync] password=` + c.v("condition message of the crash-looping pod") + `'}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: canary-sync-7f9c8-x2k4p.1871a2b3c4d5e6f7, namespace: cattle-fleet-system}
+involvedObject: {apiVersion: v1, kind: Pod, name: canary-sync-7f9c8-x2k4p, namespace: cattle-fleet-system, fieldPath: 'spec.containers{sync}'}
+reason: BackOff
+type: Warning
+count: 40
+firstTimestamp: '2026-11-28T08:10:00Z'
+lastTimestamp: '2026-11-28T09:25:00Z'
+source: {component: kubelet, host: prod-eu-1-worker-1}
+message: 'Back-off restarting failed container sync in pod canary-sync-7f9c8-x2k4p_cattle-fleet-system: sync --token ` + c.v("event message (--token)") + `'
+---
+apiVersion: v1
+kind: Event
+metadata: {name: canary-sync-7f9c8-x2k4p.1871a2b3c4d5e6f8, namespace: cattle-fleet-system}
+involvedObject: {apiVersion: v1, kind: Pod, name: canary-sync-7f9c8-x2k4p, namespace: cattle-fleet-system}
+reason: Failed
+type: Warning
+count: 3
+firstTimestamp: '2026-11-28T08:10:00Z'
+lastTimestamp: '2026-11-28T09:24:00Z'
+source: {component: kubelet, host: prod-eu-1-worker-1}
+message: 'Error: failed to start container "sync": Authorization: Bearer ` + c.v("event message (Authorization header)") + `'
+---
+apiVersion: upgrade.cattle.io/v1
+kind: Plan
+metadata: {name: canary-agent-plan, namespace: system-upgrade}
+spec:
+  concurrency: 1
+  version: v1.30.6+rke2r1
+  serviceAccountName: system-upgrade
+  nodeSelector:
+    matchExpressions:
+    - {key: canary.example.test/upgrade, operator: In, values: ['true']}
+  upgrade:
+    image: rancher/rke2-upgrade
+    envs:
+    - {name: REGISTRY_PASSWORD, value: ` + c.v("SUC Plan upgrade env") + `}
+    args: ["--token", "` + c.v("SUC Plan upgrade args") + `"]
+    command: ["/bin/sh", "-c", "login -p ` + c.v("SUC Plan upgrade command") + `"]
 `
 	if err := os.WriteFile(filepath.Join(root, "cattle-fleet-system", "canary-pod.yaml"), []byte(pod), 0o644); err != nil {
 		t.Fatal(err)
@@ -289,6 +350,14 @@ status:
 			`time="2026-11-28T09:24:59Z" level=info msg="connecting to postgres with password=` + c.v("password in the "+where+" log") + ` sslmode=disable"`,
 			`    token: ` + c.v("kubeconfig token in the "+where+" log"),
 			`time="2026-11-28T09:25:00Z" level=fatal msg="sync failed: Get https://sync:` + c.v("URL password in the "+where+" log") + `@rancher.example.com/v3: dial tcp: connection refused"`,
+			`+ kubectl --server https://rancher.example.com --token ` + c.v("--token flag in the "+where+" log") + ` get clusters.management.cattle.io`,
+			`time="2026-11-28T09:25:01Z" level=info msg="registering with token ` + c.v("bare token in the "+where+" log") + `"`,
+			`time="2026-11-28T09:25:02Z" level=debug msg="pull config" config={"auths":{"registry.example.test":{"auth":"` + b64("puller:"+c.v("docker auth in the "+where+" log")) + `"}}}`,
+			`time="2026-11-28T09:25:03Z" level=debug msg="GET /v3/connect" X-API-Auth-Header: Bearer ` + c.v("X-API-Auth-Header in the "+where+" log"),
+			`time="2026-11-28T09:25:04Z" level=debug msg="request" Cookie: R_SESS=` + c.v("R_SESS cookie in the "+where+" log"),
+			`-----BEGIN RSA PRIVATE KEY-----`,
+			c.v("PEM body in the " + where + " log"),
+			`-----END RSA PRIVATE KEY-----`,
 		}, "\n") + "\n"
 	}
 	crash := filepath.Join(root, "logs", "cattle-fleet-system", "canary-sync-7f9c8-x2k4p")
@@ -315,77 +384,200 @@ status:
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	plantFleet(t, filepath.Join(dir, "clusters", "local", "fleet"), c)
+	for _, helm := range []string{
+		filepath.Join(root, "cattle-fleet-system", "secrets.yaml"),
+		filepath.Join(dir, "clusters", "local", "cattle-fleet-local-system", "helm.yaml"),
+	} {
+		plantHelmFile(t, helm, c)
+	}
 	return dir
 }
 
-// plantHelm puts canaries in the release records of the agent's release, with Helm's own
-// storage: the values (config), the chart's default values and the manifest of every revision.
-func plantHelm(t *testing.T, f *fleetOf, c *canaries) {
+// plantFleet puts canaries where Fleet keeps values on the management cluster: a Bundle's
+// Helm values and resource contents, a BundleDeployment's options and staged options, a
+// Fleet Cluster's agent environment.
+func plantFleet(t *testing.T, fleetDir string, c *canaries) {
 	t.Helper()
-	store := helmStore(t, f, "prod-eu-1", agentNS)
-	rels, err := store.History(agentRelease)
-	if err != nil || len(rels) == 0 {
-		t.Fatalf("release history: %v (%d)", err, len(rels))
-	}
-	for _, rel := range rels {
-		rev := fmt.Sprintf("revision %d", rel.Version)
-		rel.Config = map[string]any{"proxy": map[string]any{"password": c.v("Helm values (config) of " + rev)}}
-		if rel.Chart != nil {
-			rel.Chart.Values = map[string]any{"bootstrap": map[string]any{"token": c.v("Helm chart values of " + rev)}}
+	editDocs(t, filepath.Join(fleetDir, "bundles.yaml"), func(o map[string]any) {
+		spec := o["spec"].(map[string]any)
+		name := o["metadata"].(map[string]any)["name"].(string)
+		helm, _ := spec["helm"].(map[string]any)
+		if helm == nil {
+			helm = map[string]any{}
+			spec["helm"] = helm
 		}
-		// The Deployment of the manifest gets an environment value: a rollback re-applies it.
-		anchor := "        image: "
-		i := strings.Index(rel.Manifest, anchor)
-		if i < 0 {
-			t.Fatalf("%s: no container image in the manifest:\n%s", rev, rel.Manifest)
+		helm["values"] = map[string]any{"global": map[string]any{"cattle": map[string]any{"registryPassword": c.v("Bundle " + name + " helm values")}}}
+		spec["resources"] = []any{map[string]any{"name": "secret.yaml", "content": "apiVersion: v1\nkind: Secret\nmetadata: {name: x}\nstringData:\n  token: " + c.v("Bundle "+name+" resource content") + "\n"}}
+	})
+	editDocs(t, filepath.Join(fleetDir, "bundledeployments.yaml"), func(o map[string]any) {
+		spec := o["spec"].(map[string]any)
+		name := o["metadata"].(map[string]any)["name"].(string)
+		for _, k := range []string{"options", "stagedOptions"} {
+			opts, _ := spec[k].(map[string]any)
+			if opts == nil {
+				opts = map[string]any{}
+				spec[k] = opts
+			}
+			helm, _ := opts["helm"].(map[string]any)
+			if helm == nil {
+				helm = map[string]any{}
+				opts["helm"] = helm
+			}
+			helm["values"] = map[string]any{"apiKey": c.v("BundleDeployment " + name + " " + k + " helm values")}
 		}
-		eol := strings.Index(rel.Manifest[i:], "\n")
-		if eol < 0 {
-			eol = len(rel.Manifest) - i
+	})
+	editDocs(t, filepath.Join(fleetDir, "clusters.yaml"), func(o map[string]any) {
+		spec := o["spec"].(map[string]any)
+		name := o["metadata"].(map[string]any)["name"].(string)
+		spec["agentEnvVars"] = []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://fleet:" + c.v("Fleet Cluster "+name+" agentEnvVars") + "@proxy.internal:3128"}}
+	})
+}
+
+// plantHelmFile puts canaries in every release record of a file of Helm release Secrets, in
+// Helm's own storage encoding: the values (config), the chart's default values, the manifest
+// and the description (which Helm fills with error text).
+func plantHelmFile(t *testing.T, path string, c *canaries) {
+	t.Helper()
+	n := 0
+	editDocs(t, path, func(o map[string]any) {
+		if o["type"] != "helm.sh/release.v1" {
+			return
 		}
-		line := i + eol
-		rel.Manifest = rel.Manifest[:line] + "\n        env:\n        - name: CATTLE_EXTRA\n          value: " + c.v("Helm manifest of "+rev) + rel.Manifest[line:]
-		if err := store.Update(rel); err != nil {
-			t.Fatalf("%s: %v", rev, err)
+		data := o["data"].(map[string]any)
+		api, err := base64.StdEncoding.DecodeString(data["release"].(string))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	back, err := store.Get(agentRelease, rels[0].Version)
-	if err != nil || !strings.Contains(back.Manifest, c.prefix) {
-		t.Fatalf("the Helm canary did not stick: %v", err)
+		gz, err := base64.StdEncoding.DecodeString(string(api))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rel map[string]any
+		if err := json.Unmarshal(raw, &rel); err != nil {
+			t.Fatal(err)
+		}
+		at := o["metadata"].(map[string]any)["name"].(string)
+		rel["config"] = map[string]any{"proxy": map[string]any{"password": c.v("Helm values (config) of " + at)}}
+		if ch, ok := rel["chart"].(map[string]any); ok {
+			ch["values"] = map[string]any{"bootstrap": map[string]any{"token": c.v("Helm chart values of " + at)}}
+		}
+		// The manifest's Deployment gets an environment value: a rollback re-applies it.
+		manifest, _ := rel["manifest"].(string)
+		if i := strings.Index(manifest, "        image: "); i >= 0 {
+			eol := strings.Index(manifest[i:], "\n")
+			if eol < 0 {
+				eol = len(manifest) - i
+			}
+			line := i + eol
+			manifest = manifest[:line] + "\n        env:\n        - name: CATTLE_EXTRA\n          value: " + c.v("Helm manifest of "+at) + manifest[line:]
+		} else {
+			manifest += "\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: extra}\nstringData: {token: " + c.v("Helm manifest of "+at) + "}\n"
+		}
+		rel["manifest"] = manifest
+		if info, ok := rel["info"].(map[string]any); ok {
+			info["description"] = "Upgrade \"fleet-agent\" failed: post-upgrade hooks failed: job login failed: password=" + c.v("Helm description of "+at)
+		}
+		b, err := json.Marshal(rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data["release"] = base64.StdEncoding.EncodeToString([]byte(gzipB64(t, string(b))))
+		n++
+	})
+	if n == 0 {
+		t.Fatalf("%s: no Helm release Secret to plant in", path)
 	}
 }
 
-// Secrets stay secret (issue 8, item 4): canaries planted in Secrets (opaque data and
-// stringData, a kubeconfig, a docker config, Helm release payloads: values, chart values,
-// manifests), environment values of the agent's Deployment and Pod, ConfigMaps (the SUC env
-// ConfigMap's non-SUC key too), last-applied-configuration annotations and pod logs (bearer
-// tokens, passwords, kubeconfig tokens, URL passwords), on a real API server with the logs
-// behind the test log proxy. Every output of unstick is then grepped, through base64 and gzip
-// layers: scan in every format (stdout and --output-file) and its -vv log, explain, images,
+// gzipB64 is base64(gzip(s)), the encoding of Helm release records and of Wrangler's
+// objectset.rio.cattle.io/applied annotation.
+func gzipB64(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+// editDocs rewrites every object of a YAML file (multi-document, Lists included) with edit.
+func editDocs(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var o map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if items, ok := o["items"].([]any); ok {
+			for _, it := range items {
+				edit(it.(map[string]any))
+			}
+		} else {
+			edit(o)
+		}
+		out, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(out))
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Secrets stay secret, live: one bundle with canaries planted wherever clusters keep credentials —
+// Secrets (opaque data and stringData, a kubeconfig, a docker config), Helm release records
+// (values, chart values, manifests, descriptions), environment values and args of the agent's
+// Deployment and Pod, a SUC Plan's envs, args and command, ConfigMaps (a kubeconfig, the SUC
+// env ConfigMap's non-SUC key), last-applied and objectset-applied annotations, Fleet Bundle
+// Helm values and resource contents, BundleDeployment options and staged options, Fleet
+// Cluster agentEnvVars, event messages, a termination message, a condition message, and pod
+// logs (bearer tokens, --token flags, bare tokens, docker auth, X-API-Auth-Header, R_SESS
+// cookies, passwords, URL passwords, kubeconfig tokens, a PEM key). Every output of unstick is
+// grepped, through base64 and gzip layers, offline (scan --from in every format, preflight,
+// images, the fix plan, explain) and live on real API servers with the logs behind the test
+// log proxy: scan in every format (stdout and --output-file) and its -vv log, explain, images,
 // preflight, collect (every file of the archive) and scan --from of it, the fix plan (text and
 // JSON), fix --apply (every file of the backup directory), and serve's /metrics, / and
 // /api/v1/findings. The only files allowed to hold a canary are the backups fix keeps under
 // objects/ so that restore can put the objects back exactly: they must be 0600 in 0700
 // directories, and never appear in evidence or a bundle.
 func TestCanarySecretsStaySecret(t *testing.T) {
-	c := newCanaries(t)
-	dir := secretsBundle(t, c)
-	f := replay(t, dir, "prod-eu-1")
-	plantHelm(t, f, c)
-	planted := len(c.where)
-	if planted < 25 {
-		t.Fatalf("only %d canaries planted", planted)
-	}
+	c, dir := plantedBundle(t)
+	f := replay(t, dir)
 	work := t.TempDir()
 	out := func(name string, data []byte) { c.check(t, name, data) }
 	base := func(extra ...string) []string {
-		return append([]string{"--kubeconfig", f.kubeconfig, "-q", "--offline-registry"}, extra...)
+		return append([]string{"--kubeconfig", f.kubeconfig, "--all-contexts", "-q", "--offline-registry"}, extra...)
 	}
 
-	// The planted values reached the server: the test would see a leak.
+	// The planted values reached the servers: the test would see a leak.
 	{
-		raw, _ := json.Marshal(everything(t, f.envs["prod-eu-1"].Config))
-		if got := c.find(raw, 4); len(got) < 15 {
+		var raw []byte
+		for _, env := range f.envs {
+			b, _ := json.Marshal(everything(t, env.Config))
+			raw = append(raw, b...)
+		}
+		if got := c.find(raw, 4); len(got) < 30 {
 			t.Fatalf("only %d planted places are visible on the server (%v): the test would prove little", len(got), got)
 		}
 	}
@@ -418,7 +610,7 @@ func TestCanarySecretsStaySecret(t *testing.T) {
 		t.Error("scan -o json quotes no redacted log line of the crash-looping pod: the log path was not exercised")
 	}
 	// -vv: unstick's own diagnostics.
-	stdout, stderr, _ := run(t, "scan", "--kubeconfig", f.kubeconfig, "--offline-registry", "--now", f.now, "-o", "json", "-vv")
+	stdout, stderr, _ := run(t, "scan", "--kubeconfig", f.kubeconfig, "--all-contexts", "--offline-registry", "--now", f.now, "-o", "json", "-vv")
 	if !strings.Contains(stderr, "debug") && !strings.Contains(stderr, "info") {
 		t.Errorf("scan -vv logged nothing on stderr:\n%s", stderr)
 	}
@@ -445,14 +637,14 @@ func TestCanarySecretsStaySecret(t *testing.T) {
 
 	// collect: redacts by default and says what; every file of the archive is clean.
 	bundle := filepath.Join(work, "collected.tar.gz")
-	stdout, stderr, code := run(t, "collect", "--kubeconfig", f.kubeconfig, "--to", bundle, "-q")
+	stdout, stderr, code := run(t, "collect", "--kubeconfig", f.kubeconfig, "--all-contexts", "--to", bundle, "-q")
 	if code != 0 {
 		t.Fatalf("collect exit %d: %s", code, stderr)
 	}
 	out("collect (stdout)", []byte(stdout))
 	out("collect (stderr)", []byte(stderr))
 	// (Secrets other than Helm release storage are never read: scan lists Secrets by owner=helm.)
-	for _, want := range []string{"redacted", "ConfigMap payloads", "environment values", "last-applied-configuration annotations", "Helm release payloads reduced to their metadata", "log lines with credentials"} {
+	for _, want := range []string{"redacted", "ConfigMap values", "environment values", "fields outside the allowlist", "Helm release payloads reduced to their metadata", "log lines with credentials", "free-text values with credentials"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("collect does not say it redacted %q: %s", want, stderr)
 		}
@@ -525,7 +717,87 @@ func TestCanarySecretsStaySecret(t *testing.T) {
 	t.Logf("backups that hold secrets by design (restore needs them; all 0600, none in evidence): %v", byDesign)
 
 	// serve: the dashboard, the findings and the metrics.
-	serveOutputs(t, f.kubeconfig, func(name string, b []byte) { out(name, b) })
+	serveOutputs(t, f.kubeconfig, func(name string, b []byte) { out(name, b) }, "--all-contexts")
+}
+
+// plantedBundle is the bundle with its canaries, and how many there are.
+func plantedBundle(t *testing.T) (*canaries, string) {
+	t.Helper()
+	c := newCanaries(t)
+	dir := secretsBundle(t, c)
+	if planted := len(c.where); planted < 40 {
+		t.Fatalf("only %d canaries planted", planted)
+	} else {
+		t.Logf("%d distinct canaries planted", planted)
+	}
+	return c, dir
+}
+
+// The same bundle, offline: the loaders and the reports alone, no API server.
+func TestCanarySecretsStaySecretOffline(t *testing.T) {
+	c, dir := plantedBundle(t)
+	// The canaries are in the bundle as written: a clean output means something.
+	var all []byte
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			all = append(all, b...)
+		}
+		return nil
+	})
+	found := map[string]bool{}
+	for _, p := range c.find(all, 4) {
+		found[p] = true
+	}
+	var missing []string
+	for _, place := range c.where {
+		if !found[place] {
+			missing = append(missing, place)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		t.Fatalf("%d canaries are not findable in the bundle as written: %s", len(missing), strings.Join(missing, "; "))
+	}
+	offlineOutputs(t, c, dir)
+}
+
+// offlineOutputs greps every output of the verbs that read an offline bundle, on the bundle
+// with the canaries as planted (no collect in between: the loaders and the reports alone).
+func offlineOutputs(t *testing.T, c *canaries, dir string) {
+	t.Helper()
+	var quoted bool
+	for _, format := range report.Formats {
+		stdout, stderr, code := run(t, "scan", "--from", dir, "--now", now, "-o", format)
+		if code != 3 || stdout == "" {
+			t.Errorf("scan --from -o %s: exit %d, want 3 (findings)\n%s", format, code, stderr)
+		}
+		c.check(t, "scan --from -o "+format+" (stdout)", []byte(stdout))
+		c.check(t, "scan --from -o "+format+" (stderr)", []byte(stderr))
+		if format == "json" {
+			quoted = strings.Contains(stdout, "[redacted]") && strings.Contains(stdout, "canary-sync-7f9c8-x2k4p")
+		}
+	}
+	if !quoted {
+		t.Error("scan --from -o json quotes nothing redacted about the crash-looping pod: the log and event paths were not exercised")
+	}
+	for _, args := range [][]string{
+		{"preflight", "--from", dir, "--now", now, "--offline-registry"},
+		{"preflight", "--from", dir, "--now", now, "--offline-registry", "-o", "json"},
+		{"images", "--from", dir, "--offline-registry", "-o", "json"},
+		{"images", "--from", dir, "--offline-registry", "-o", "csv"},
+		{"fix", "--from", dir, "--now", now, "--offline-registry"},
+		{"fix", "--from", dir, "--now", now, "--offline-registry", "-o", "json"},
+		{"explain", "pod/crashloop"},
+	} {
+		stdout, stderr, code := run(t, args...)
+		if code == 1 || code == 2 || stdout == "" {
+			t.Errorf("%s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+		}
+		name := args[0] + " --from " + strings.Join(args[len(args)-2:], " ")
+		c.check(t, name+" (stdout)", []byte(stdout))
+		c.check(t, name+" (stderr)", []byte(stderr))
+	}
 }
 
 // checkBackupDir greps every file fix wrote. Only object backups (objects/<cluster>/...) may
@@ -693,9 +965,9 @@ func httpGet(t *testing.T, url string) []byte {
 }
 
 // serveOutputs runs serve on the kubeconfig and hands every endpoint's body to check.
-func serveOutputs(t *testing.T, kubeconfig string, check func(string, []byte)) {
+func serveOutputs(t *testing.T, kubeconfig string, check func(string, []byte), extra ...string) {
 	t.Helper()
-	addr, errOut := runServe(t, "--kubeconfig", kubeconfig, "-v")
+	addr, errOut := runServe(t, append([]string{"--kubeconfig", kubeconfig, "-v"}, extra...)...)
 	findings := httpGet(t, "http://"+addr+"/api/v1/findings")
 	if !bytes.Contains(findings, []byte("pod/crashloop")) || !bytes.Contains(findings, []byte("canary-sync-7f9c8-x2k4p")) {
 		t.Errorf("serve's findings lack the crash-looping pod:\n%s", findings)

@@ -1,8 +1,10 @@
-// Package redact removes secret values from what unstick writes or prints: log lines (bearer
-// tokens, passwords, kubeconfig credentials, URL passwords) and objects (Secret payloads,
-// ConfigMap values, container environment values, last-applied-configuration annotations).
-// It is used wherever text read from a cluster leaves the process: the loaders (so reports
-// only ever quote redacted log lines), `collect` bundles and the evidence `fix` saves.
+// Package redact removes secret values from what unstick writes or prints. It has two halves:
+//
+//   - one redactor for free text that must be kept (log lines, event messages, condition and
+//     status messages, Helm release descriptions, every string a report quotes): String, Line,
+//     Lines and Text;
+//   - the allowlist walker (Apply) that `collect` and fix's evidence use to keep only the
+//     fields of an object the checks read (the table lives in internal/snapshot).
 package redact
 
 import (
@@ -21,6 +23,9 @@ const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // system-upgrade-controller settings (SYSTEM_UPGRADE_*), configuration rather than secrets.
 const KeepEnvPrefix = "SYSTEM_UPGRADE_"
 
+// credKey is the part of a key name that says its value is a credential.
+const credKey = `password|passwd|passphrase|pwd|token|api[_-]?key|access[_-]?key|secret[_-]?key|client[_-]?secret|private[_-]?key|client-key-data|credentials?|signature`
+
 var (
 	// Authorization: Bearer x / Proxy-Authorization: Basic x / "authorization":"Bearer x".
 	authHeader = regexp.MustCompile(`(?i)((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest|negotiate)?\s*)([^\s"',;]+)`)
@@ -28,22 +33,65 @@ var (
 	bearer = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{8,})`)
 	// key=value, key: value, "key":"value" for keys naming credentials. "secret" alone is
 	// left out: "failed to get secret: secrets \"x\" not found" is a message, not a secret.
-	keyValue = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd|token|api[_-]?key|access[_-]?key|secret[_-]?key|client[_-]?secret|private[_-]?key|client-key-data|credentials?)[A-Za-z0-9_-]*["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	keyValue = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	// "key value" for command-line flags naming credentials: --token X, -password X.
+	flagSpace = regexp.MustCompile(`(?i)(\s|^|["'])(--?[A-Za-z0-9_-]*(?:` + credKey + `|auth|session)[A-Za-z0-9_-]*)(\s+)([^\s"',;]+)`)
+	// "token X", "password X": a bare word followed by a value that is not prose (see
+	// prose below): "for new token" and "token used before issued" are messages.
+	wordSpace = regexp.MustCompile(`(?i)\b([A-Za-z0-9_]*(?:token|password|passwd|passphrase|api[_-]?key))(\s+)([A-Za-z0-9._~+/=:-]{8,})`)
+	// The docker config "auth" key (base64 of user:password) and other exact auth keys.
+	authKey = regexp.MustCompile(`(?i)(["']?\b(?:auth|x-api-auth-header|x-auth-token|x-api-key|api-key|apikey)["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	// Cookie and Set-Cookie headers, and x-...-auth/-token/-key/-secret/-session headers:
+	// the whole value to the end of the line or quote.
+	header = regexp.MustCompile(`(?i)(\b(?:set-)?cookie\s*:\s*|\bx-[a-z0-9-]*(?:auth|token|key|secret|session)[a-z0-9-]*\s*:\s*)([^"'\r\n]+)`)
+	// Session cookies and keys: R_SESS=x (Rancher's), session_id=x, sid=x, csrf=x, jwt=x.
+	session = regexp.MustCompile(`(?i)(\b[A-Za-z0-9_.-]*(?:sess|session|sid|csrf|jwt|cookie)[A-Za-z0-9_-]*["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// A lowercase word after "key:" continues a message rather than giving a value.
 	plainWord = regexp.MustCompile(`^[a-z]+$`)
 	// secret=value (not "secret: ...", see above).
 	secretEq = regexp.MustCompile(`(?i)(\bsecret["']?\s*=\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// scheme://user:password@host
 	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)(@)`)
+	// A whole PEM block on one line (or a String with newlines), and the start of one whose
+	// end is on a later line.
+	pemBlock = regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]+-----)(?s:.*?)(-----END [A-Z0-9 ]+-----)`)
+	pemStart = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----`)
+	pemEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]+-----`)
 )
+
+// String redacts a free text that may span lines (an event or condition message, a Helm
+// release description, a report's quoted evidence): credentials are replaced by [redacted],
+// the rest of the text (what the checks classify) is kept.
+func String(s string) string {
+	if !strings.Contains(s, "\n") {
+		return Line(s)
+	}
+	return strings.Join(Lines(strings.Split(s, "\n")), "\n")
+}
 
 // Line returns a log line with credential values replaced by [redacted]; the rest of the
 // line (the message the checks classify) is kept.
 func Line(s string) string {
-	if !maySecret(s) {
-		return s
+	if maySecret(s) {
+		s = keyed(s)
+	}
+	return blobs(s)
+}
+
+// keyed redacts every credential that a key, header, scheme or PEM marker announces.
+func keyed(s string) string {
+	s = pemBlock.ReplaceAllString(s, "${1}"+Mask+"${2}")
+	if loc := pemStart.FindStringIndex(s); loc != nil && !pemEnd.MatchString(s[loc[1]:]) {
+		s = s[:loc[1]] + Mask // the block goes on past this line
 	}
 	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"${3}")
+	s = header.ReplaceAllStringFunc(s, func(m string) string {
+		sub := header.FindStringSubmatch(m)
+		if isMasked(sub[2]) {
+			return m
+		}
+		return sub[1] + Mask
+	})
 	s = authHeader.ReplaceAllStringFunc(s, func(m string) string {
 		sub := authHeader.FindStringSubmatch(m)
 		if sub[2] == Mask || strings.HasPrefix(sub[2], "[") {
@@ -58,13 +106,29 @@ func Line(s string) string {
 		}
 		return sub[1] + sub[2] + Mask
 	})
-	s = keyValue.ReplaceAllStringFunc(s, func(m string) string {
-		sub := keyValue.FindStringSubmatch(m)
-		if isMasked(sub[2]) || (strings.Contains(sub[1], ":") && plainWord.MatchString(sub[2])) {
-			// "failed to fetch anonymous token: unexpected status" is prose, not a pair.
+	s = flagSpace.ReplaceAllStringFunc(s, func(m string) string {
+		sub := flagSpace.FindStringSubmatch(m)
+		if isMasked(sub[4]) || strings.HasPrefix(sub[4], "-") {
+			return m // the next flag, not a value
+		}
+		return sub[1] + sub[2] + sub[3] + Mask
+	})
+	for _, re := range []*regexp.Regexp{keyValue, authKey, session} {
+		s = re.ReplaceAllStringFunc(s, func(m string) string {
+			sub := re.FindStringSubmatch(m)
+			if isMasked(sub[2]) || prose(sub[1], sub[2]) {
+				// "failed to fetch anonymous token: unexpected status" is prose, not a pair.
+				return m
+			}
+			return sub[1] + quoteLike(sub[2])
+		})
+	}
+	s = wordSpace.ReplaceAllStringFunc(s, func(m string) string {
+		sub := wordSpace.FindStringSubmatch(m)
+		if plainWord.MatchString(sub[3]) || isMasked(sub[3]) {
 			return m
 		}
-		return sub[1] + quoteLike(sub[2])
+		return sub[1] + sub[2] + Mask
 	})
 	s = secretEq.ReplaceAllStringFunc(s, func(m string) string {
 		sub := secretEq.FindStringSubmatch(m)
@@ -76,10 +140,15 @@ func Line(s string) string {
 	return s
 }
 
+// prose says a "key: value" match is a message going on rather than a pair.
+func prose(key, value string) bool {
+	return strings.Contains(key, ":") && plainWord.MatchString(value)
+}
+
 // maySecret is a cheap filter: most log lines name no credential at all.
 func maySecret(s string) bool {
 	l := strings.ToLower(s)
-	for _, w := range []string{"auth", "bearer", "basic", "pass", "pwd", "token", "key", "secret", "credential", "@"} {
+	for _, w := range []string{"auth", "bearer", "basic", "pass", "pwd", "token", "key", "secret", "credential", "@", "sess", "sid", "csrf", "jwt", "cookie", "signature", "-----begin"} {
 		if strings.Contains(l, w) {
 			return true
 		}
@@ -88,7 +157,7 @@ func maySecret(s string) bool {
 }
 
 func isMasked(v string) bool {
-	return strings.Trim(v, `"'`) == Mask
+	return strings.Trim(v, `"' `) == Mask
 }
 
 // quoteLike keeps the quotes a value had.
@@ -99,9 +168,23 @@ func quoteLike(v string) string {
 	return Mask
 }
 
-// Lines redacts every line in place and returns the slice.
+// Lines redacts every line in place and returns the slice. A PEM block that spans lines
+// (a key printed to a log) is masked from its BEGIN line to its END line.
 func Lines(lines []string) []string {
+	inPEM := false
 	for i, l := range lines {
+		if inPEM {
+			if loc := pemEnd.FindStringIndex(l); loc != nil {
+				lines[i] = Mask + Line(l[loc[0]:])
+				inPEM = false
+			} else {
+				lines[i] = Mask
+			}
+			continue
+		}
+		if loc := pemStart.FindStringIndex(l); loc != nil && !pemEnd.MatchString(l[loc[1]:]) {
+			inPEM = true
+		}
 		lines[i] = Line(l)
 	}
 	return lines
@@ -110,80 +193,4 @@ func Lines(lines []string) []string {
 // Text redacts a multi-line text (a whole log).
 func Text(b []byte) []byte {
 	return []byte(strings.Join(Lines(strings.Split(string(b), "\n")), "\n"))
-}
-
-// Object redacts an object (as decoded JSON) in place and counts what it removed, under the
-// names `collect` reports: every Secret's data and stringData, ConfigMap values and
-// binaryData (except SYSTEM_UPGRADE_* settings), environment values of containers (except
-// SYSTEM_UPGRADE_* settings) and last-applied-configuration annotations, whatever the kind.
-// Helm release Secrets are the caller's business (collect keeps a metadata-only record).
-func Object(kind string, obj map[string]any, counts map[string]int) {
-	if md, ok := obj["metadata"].(map[string]any); ok {
-		if ann, ok := md["annotations"].(map[string]any); ok {
-			if _, ok := ann[LastApplied]; ok {
-				delete(ann, LastApplied)
-				counts["last-applied-configuration annotations"]++
-			}
-		}
-	}
-	switch kind {
-	case "Secret":
-		data, _ := obj["data"].(map[string]any)
-		for k := range data {
-			data[k] = ""
-		}
-		_, hasString := obj["stringData"]
-		if len(data) > 0 || hasString {
-			counts["Secret payloads"]++
-		}
-		delete(obj, "stringData")
-	case "ConfigMap":
-		data, _ := obj["data"].(map[string]any)
-		n := 0
-		for k, v := range data {
-			if !strings.HasPrefix(k, KeepEnvPrefix) && v != "" {
-				data[k] = ""
-				n++
-			}
-		}
-		if _, ok := obj["binaryData"]; ok {
-			delete(obj, "binaryData")
-			n++
-		}
-		if n > 0 {
-			counts["ConfigMap payloads"]++
-		}
-	default:
-		env(obj, counts)
-	}
-}
-
-// env redacts the value of every container environment variable (not valueFrom, which names
-// a Secret or ConfigMap key, not a value) except SYSTEM_UPGRADE_* settings: any of them may
-// hold a credential whatever its name (a proxy URL with a password, a DSN, a token).
-func env(v any, counts map[string]int) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if k == "env" {
-				if list, ok := val.([]any); ok {
-					for _, e := range list {
-						if m, ok := e.(map[string]any); ok {
-							name, _ := m["name"].(string)
-							if s, has := m["value"].(string); has && s != "" && s != Mask && !strings.HasPrefix(name, KeepEnvPrefix) {
-								m["value"] = Mask
-								counts["environment values"]++
-							}
-						}
-					}
-				}
-				continue
-			}
-			env(val, counts)
-		}
-	case []any:
-		for _, e := range x {
-			env(e, counts)
-		}
-	}
 }

@@ -80,6 +80,7 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 		r.Clusters = append(r.Clusters, rc)
 	}
 	r.normalise()
+	r.redactQuoted()
 	return r
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
 
@@ -286,6 +287,9 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 	case *corev1.Secret:
 		if t.Type == helmrelease.SecretType || strings.HasPrefix(t.Name, helmrelease.SecretPrefix) {
 			o.helm = helmrelease.FromSecret(t.Name, t.Namespace, t.Labels, t.Data["release"])
+			// Helm writes error text into the description, which may quote a value: every
+			// reader (checks, fix plans, reports) gets it redacted, as log lines are.
+			o.helm.Description = redact.String(o.helm.Description)
 		}
 		for k := range t.Data {
 			t.Data[k] = nil // payloads never leave the loader

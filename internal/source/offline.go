@@ -621,19 +621,23 @@ func tailLines(data []byte, lim Limits) []string {
 	if len(lines) > lim.MaxLogLines {
 		lines = lines[len(lines)-lim.MaxLogLines:]
 	}
+	long := make([]bool, len(lines))
 	for i, ln := range lines {
 		ln = strings.TrimRight(ln, "\r")
 		// Redact only what is kept, and a margin past the cut so that a credential across it
 		// is still seen whole: redacting a 100 MB line would take a minute.
-		long := len(ln) > lim.MaxLineBytes
-		if long {
+		long[i] = len(ln) > lim.MaxLineBytes
+		if long[i] {
 			ln = ln[:min(len(ln), lim.MaxLineBytes+redactMargin)]
 		}
-		ln = redactpkg.Line(ln)
-		if long || len(ln) > lim.MaxLineBytes {
-			ln = ln[:min(len(ln), lim.MaxLineBytes)] + " …[cut]"
-		}
 		lines[i] = ln
+	}
+	// All lines at once: a PEM block spans lines.
+	redactpkg.Lines(lines)
+	for i, ln := range lines {
+		if long[i] || len(ln) > lim.MaxLineBytes {
+			lines[i] = ln[:min(len(ln), lim.MaxLineBytes)] + " …[cut]"
+		}
 	}
 	return lines
 }

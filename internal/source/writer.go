@@ -7,7 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"path"
 	"path/filepath"
 	"sort"
@@ -113,7 +113,7 @@ func (w *BundleWriter) AddJSON(cluster, _ string, h *snapshot.Header, raw []byte
 		return err
 	}
 	counts := map[string]int{}
-	redact(h.Kind, obj, counts)
+	keepAllowed(h.APIVersion, h.Kind, obj, counts)
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return err
@@ -145,33 +145,25 @@ func (w *BundleWriter) Redacted() []string {
 	return out
 }
 
-// redact removes secret payloads in place and counts what it removed (internal/redact): Secret
-// data (Helm release Secrets keep a re-encoded record of their metadata only), ConfigMap
-// values, container environment values and last-applied-configuration annotations.
-func redact(kind string, obj map[string]any, counts map[string]int) {
-	if kind == "Secret" {
+// keepAllowed reduces an object to the allowlist of its kind (snapshot.Keep) and counts what it
+// removed. A Helm release Secret keeps, as its data, a re-encoded record of the release's
+// metadata only (no values, no manifest).
+func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]int) {
+	var helm string
+	if kind == "Secret" && obj["type"] == helmrelease.SecretType {
 		data, _ := obj["data"].(map[string]any)
-		typ, _ := obj["type"].(string)
-		if typ == helmrelease.SecretType {
-			if enc, ok := data["release"].(string); ok {
-				if min, err := minimalRelease(enc); err == nil {
-					if md, ok := obj["metadata"].(map[string]any); ok {
-						if ann, ok := md["annotations"].(map[string]any); ok {
-							if _, ok := ann[redactpkg.LastApplied]; ok {
-								delete(ann, redactpkg.LastApplied)
-								counts["last-applied-configuration annotations"]++
-							}
-						}
-					}
-					obj["data"] = map[string]any{"release": min}
-					delete(obj, "stringData")
-					counts["Helm release payloads reduced to their metadata"]++
-					return
-				}
+		if enc, ok := data["release"].(string); ok {
+			if min, err := minimalRelease(enc); err == nil {
+				helm = min
+				delete(obj, "data")
 			}
 		}
 	}
-	redactpkg.Object(kind, obj, counts)
+	snapshot.Keep(apiVersion, kind, obj, counts)
+	if helm != "" {
+		obj["data"] = map[string]any{"release": helm}
+		counts["Helm release payloads reduced to their metadata"]++
+	}
 }
 
 // minimalRelease re-encodes a Helm release record with only what unstick reads (name,
@@ -188,7 +180,9 @@ func minimalRelease(apiValue string) (string, error) {
 	}
 	out := &release.Release{Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version}
 	if rel.Info != nil {
-		out.Info = &release.Info{FirstDeployed: rel.Info.FirstDeployed, LastDeployed: rel.Info.LastDeployed, Deleted: rel.Info.Deleted, Description: rel.Info.Description, Status: rel.Info.Status}
+		// The description is free text Helm fills with errors ("Upgrade \"x\" failed: ..."),
+		// which may quote a value: it passes the redactor.
+		out.Info = &release.Info{FirstDeployed: rel.Info.FirstDeployed, LastDeployed: rel.Info.LastDeployed, Deleted: rel.Info.Deleted, Description: redactpkg.String(rel.Info.Description), Status: rel.Info.Status}
 	}
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		out.Chart = &chart.Chart{Metadata: &chart.Metadata{Name: rel.Chart.Metadata.Name, Version: rel.Chart.Metadata.Version, AppVersion: rel.Chart.Metadata.AppVersion, APIVersion: rel.Chart.Metadata.APIVersion}}
@@ -248,29 +242,20 @@ func (w *BundleWriter) Write(dest string) (files int, err error) {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	if strings.HasSuffix(dest, ".tar.gz") || strings.HasSuffix(dest, ".tgz") {
-		return len(paths), writeTarGz(dest, paths, contents, info.CollectedAt)
-	}
-	if ents, err := os.ReadDir(dest); err == nil && len(ents) > 0 {
-		return 0, fmt.Errorf("%s exists and is not empty; choose a new directory or a .tar.gz file", dest)
-	}
 	for _, p := range paths {
-		full := filepath.Join(dest, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return 0, err
-		}
-		if err := os.WriteFile(full, contents[p], 0o600); err != nil {
-			return 0, err
+		// Cluster names come from kubeconfig contexts: none may lead out of the bundle.
+		if !filepath.IsLocal(filepath.FromSlash(p)) {
+			return 0, fmt.Errorf("bundle path %q is not local to the bundle", p)
 		}
 	}
-	return len(paths), nil
+	if strings.HasSuffix(dest, ".tar.gz") || strings.HasSuffix(dest, ".tgz") {
+		err := writeFileAtomic(dest, func(f io.Writer) error { return writeTarGz(f, paths, contents, info.CollectedAt) })
+		return len(paths), err
+	}
+	return len(paths), writeDirAtomic(dest, paths, contents)
 }
 
-func writeTarGz(dest string, paths []string, contents map[string][]byte, mtime time.Time) error {
-	f, err := os.OpenFile(dest, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
+func writeTarGz(f io.Writer, paths []string, contents map[string][]byte, mtime time.Time) error {
 	zw := gzip.NewWriter(f)
 	tw := tar.NewWriter(zw)
 	for _, p := range paths {
@@ -285,8 +270,5 @@ func writeTarGz(dest string, paths []string, contents map[string][]byte, mtime t
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
+	return zw.Close()
 }

@@ -114,7 +114,7 @@ func TestCollectedBundleScansLikeTheLiveRead(t *testing.T) {
 			t.Errorf("%s: pods %d logs %d secrets %d configmaps %d", dest, len(oc.Pods), len(oc.Logs), len(oc.Secrets), len(oc.ConfigMaps))
 		}
 	}
-	if got := strings.Join(w.Redacted(), "; "); !strings.Contains(got, "Secret payloads") || !strings.Contains(got, "environment values") {
+	if got := strings.Join(w.Redacted(), "; "); !strings.Contains(got, "Secret values") || !strings.Contains(got, "environment values") {
 		t.Errorf("redaction summary %q", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/remediate"
+	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // Layout of a backup directory:
@@ -303,21 +304,9 @@ func (b *Backups) copyObject(ctx context.Context, cl *cluster, base string, o re
 		return err
 	}
 	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-	if o.Kind == "Secret" && o.Group() == "" {
-		// Evidence is for reading: only the keys of a Secret's data are kept here.
-		if data, ok := u.Object["data"].(map[string]any); ok {
-			for k := range data {
-				data[k] = "(removed)"
-			}
-		}
-		unstructured.RemoveNestedField(u.Object, "stringData")
-		unstructured.RemoveNestedField(u.Object, "metadata", "annotations", redact.LastApplied)
-	} else {
-		// Nor a ConfigMap's values, a container's environment values or a copy of the
-		// object in its last-applied-configuration annotation (the backup under objects/
-		// keeps them, for restore).
-		redact.Object(o.Kind, u.Object, map[string]int{})
-	}
+	// Evidence is for reading: the same allowlist as a collected bundle (the backup under
+	// objects/ keeps the whole object, for restore).
+	snapshot.Keep(o.APIVersion, o.Kind, u.Object, map[string]int{})
 	y, err := yaml.Marshal(u.Object)
 	if err != nil {
 		return err

@@ -1,0 +1,192 @@
+package snapshot
+
+import (
+	"strings"
+
+	"github.com/unstick-dev/unstick/internal/redact"
+)
+
+// What leaves a cluster is an allowlist: `collect` bundles and fix's evidence keep, per kind,
+// only the fields below — the ones the checks, the incident builder and the fix plans read —
+// and drop everything else (the object gets a RemovedAnnotation naming what went). Free text
+// that must be kept (messages, reasons a check classifies) passes the redactor on the way.
+//
+// A check that starts reading a field must add it here; the scenario suite scans every
+// scenario both as written and through this allowlist and fails when the findings differ.
+
+// RemovedAnnotation lists, on an object that left the cluster, the fields the allowlist
+// removed from it.
+const RemovedAnnotation = "unstick.dev/removed-fields"
+
+// Counts under which replaced values are reported.
+const (
+	countEnv       = "environment values"
+	countConfigMap = "ConfigMap values"
+	countSecret    = "Secret values"
+)
+
+// meta is what every kind keeps of its metadata: identity, ownership, labels (selectors and
+// Helm/Fleet/SUC bookkeeping are labels) and times. Annotations are not read by any check.
+var meta = redact.Keep(
+	"apiVersion", "kind",
+	"metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion", "metadata.generation",
+	"metadata.creationTimestamp", "metadata.deletionTimestamp", "metadata.deletionGracePeriodSeconds",
+	"metadata.labels", "metadata.ownerReferences", "metadata.finalizers",
+)
+
+// container is what the checks read of a container: its image (image checks, SUC stages),
+// resources (headroom, agent requests), the names and sources of its environment (missing
+// ConfigMap/Secret references, the SUC controller's settings) — never a value, except the
+// controller's SYSTEM_UPGRADE_* settings.
+func container(p string) []redact.Rule {
+	return append(redact.Keep(
+		p+".name", p+".image", p+".imagePullPolicy", p+".resources", p+".ports",
+		p+".env[].name", p+".env[].valueFrom", p+".envFrom", p+".volumeMounts",
+	), redact.Setting(p+".env[].value", countEnv))
+}
+
+// podSpec is what the checks read of a pod spec (a Pod's, or a workload's template).
+func podSpec(p string) []redact.Rule {
+	rs := redact.Keep(
+		p+".nodeName", p+".nodeSelector", p+".affinity", p+".tolerations", p+".schedulerName",
+		p+".priorityClassName", p+".priority", p+".serviceAccountName", p+".serviceAccount",
+		p+".imagePullSecrets", p+".terminationGracePeriodSeconds", p+".overhead", p+".restartPolicy",
+		p+".volumes[].name", p+".volumes[].configMap", p+".volumes[].secret", p+".volumes[].projected",
+		p+".volumes[].persistentVolumeClaim", p+".volumes[].emptyDir", p+".volumes[].hostPath",
+	)
+	rs = append(rs, container(p+".containers[]")...)
+	return append(rs, container(p+".initContainers[]")...)
+}
+
+func template(p string) []redact.Rule {
+	return append(redact.Keep(p+".metadata.labels"), podSpec(p+".spec")...)
+}
+
+// fields is the allowlist, keyed by group/Kind ("" group for core).
+var fields = map[string][][]redact.Rule{
+	"/Pod": {podSpec("spec"), redact.KeepText("status")},
+	"/Node": {redact.Keep("spec"), redact.KeepText(
+		"status.conditions", "status.nodeInfo", "status.allocatable", "status.capacity", "status.addresses")},
+	"/Namespace": {redact.Keep("spec"), redact.KeepText("status")},
+	// Event messages are kept (the checks classify them), redacted.
+	"/Event": {
+		redact.Keep("involvedObject", "reason", "type", "count", "firstTimestamp", "lastTimestamp", "eventTime",
+			"series", "source", "reportingComponent", "reportingInstance", "action", "related"),
+		redact.KeepText("message"),
+	},
+	"events.k8s.io/Event": {
+		redact.Keep("regarding", "reason", "type", "eventTime", "series", "reportingController", "reportingInstance", "action", "related",
+			"deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount"),
+		redact.KeepText("note"),
+	},
+	// Which keys a ConfigMap or Secret has (a pod referring to a missing one); values never,
+	// except the system-upgrade-controller's settings in its env ConfigMap.
+	"/ConfigMap":      {{redact.Setting("data.*", countConfigMap)}},
+	"/Secret":         {redact.Keep("type"), {redact.Blank("data.*", countSecret)}},
+	"/ResourceQuota":  {redact.Keep("spec.hard", "spec.scopes", "spec.scopeSelector", "status")},
+	"/ServiceAccount": {redact.Keep("imagePullSecrets", "secrets[].name", "automountServiceAccountToken")},
+	"apps/Deployment": {
+		redact.Keep("spec.replicas", "spec.selector", "spec.paused", "spec.strategy", "spec.minReadySeconds",
+			"spec.progressDeadlineSeconds", "spec.revisionHistoryLimit"),
+		template("spec.template"), redact.KeepText("status"),
+	},
+	"apps/ReplicaSet": {redact.Keep("spec.replicas", "spec.selector", "spec.minReadySeconds"), template("spec.template"), redact.KeepText("status")},
+	"apps/DaemonSet": {
+		redact.Keep("spec.selector", "spec.updateStrategy", "spec.minReadySeconds", "spec.revisionHistoryLimit"),
+		template("spec.template"), redact.KeepText("status"),
+	},
+	// A SUC Job's drain and cordon containers run kubectl with the flags the Plan's drain
+	// spec gives (suc/job-stale-spec, suc/kubectl-skew compare them); other args go.
+	"batch/Job": {
+		redact.Keep("spec.activeDeadlineSeconds", "spec.backoffLimit", "spec.completions", "spec.parallelism",
+			"spec.suspend", "spec.selector", "spec.ttlSecondsAfterFinished"),
+		template("spec.template"),
+		{redact.IfName("spec.template.spec.initContainers[].args", "drain", "cordon")},
+		redact.KeepText("status"),
+	},
+	"apiextensions.k8s.io/CustomResourceDefinition": {
+		redact.Keep("spec.group", "spec.names", "spec.scope", "spec.versions[].name", "spec.versions[].served",
+			"spec.versions[].storage", "spec.versions[].deprecated", "spec.versions[].deprecationWarning",
+			"status.storedVersions", "status.acceptedNames"),
+		redact.KeepText("status.conditions"),
+	},
+	// Fleet Cluster: spec.agentEnvVars keep their names, templateValues go.
+	"fleet.cattle.io/Cluster": {
+		redact.Keep("spec.paused", "spec.clientID", "spec.kubeConfigSecret", "spec.kubeConfigSecretNamespace",
+			"spec.redeployAgentGeneration", "spec.agentNamespace", "spec.agentTolerations", "spec.agentAffinity",
+			"spec.agentResources", "spec.hostNetwork", "spec.agentSchedulingCustomization", "spec.agentPullSecrets",
+			"spec.agentEnvVars[].name", "spec.agentEnvVars[].valueFrom"),
+		{redact.Setting("spec.agentEnvVars[].value", countEnv)},
+		redact.KeepText("spec.privateRepoURL", "status"),
+	},
+	// Bundle: no resources (manifests), no Helm values or targets (per-cluster overrides).
+	"fleet.cattle.io/Bundle": {
+		redact.Keep("spec.paused", "spec.forceSyncGeneration", "spec.defaultNamespace", "spec.namespace",
+			"spec.rolloutStrategy", "spec.dependsOn", "spec.contentsId",
+			"spec.helm.releaseName", "spec.helm.chart", "spec.helm.version", "spec.helm.maxHistory",
+			"spec.helm.timeoutSeconds", "spec.helm.force", "spec.helm.takeOwnership", "spec.helm.atomic"),
+		redact.KeepText("spec.helm.repo", "status"),
+	},
+	// BundleDeployment: the fields snapshot.BundleDeployment decodes.
+	"fleet.cattle.io/BundleDeployment": {
+		redact.Keep("spec.deploymentID", "spec.stagedDeploymentID", "spec.paused", "spec.offSchedule", "spec.ociContents",
+			"spec.options.helm.releaseName", "spec.stagedOptions.helm.releaseName",
+			"spec.options.defaultNamespace", "spec.options.namespace"),
+		{redact.Presence("spec.helmChartOptions")},
+		redact.KeepText("status"),
+	},
+	"fleet.cattle.io/ClusterRegistration": {redact.Keep("spec.clientID", "spec.clusterLabels", "status")},
+	"fleet.cattle.io/Content":             {},
+	// Plan: images, selectors, drain and cordon settings; never envs, args, commands.
+	"upgrade.cattle.io/Plan": {
+		redact.Keep("spec.concurrency", "spec.jobActiveDeadlineSecs", "spec.nodeSelector", "spec.serviceAccountName",
+			"spec.channel", "spec.version", "spec.secrets[].name", "spec.secrets[].path", "spec.secrets[].ignoreUpdates",
+			"spec.tolerations", "spec.exclusive", "spec.window", "spec.prepare.image", "spec.upgrade.image",
+			"spec.cordon", "spec.drain", "spec.imagePullSecrets", "spec.postCompleteDelay"),
+		redact.KeepText("status"),
+	},
+	"rke.cattle.io/ETCDSnapshot": {
+		redact.Keep("spec.clusterName", "snapshotFile.name", "snapshotFile.nodeName", "snapshotFile.createdAt",
+			"snapshotFile.status", "snapshotFile.size"),
+		redact.KeepText("spec.snapshotName", "spec.nodeName", "spec.location", "snapshotFile.location", "snapshotFile.message", "status"),
+	},
+	"k3s.cattle.io/ETCDSnapshotFile": {
+		redact.Keep("spec.snapshotName", "spec.nodeName"),
+		redact.KeepText("spec.location", "status"),
+	},
+}
+
+var compiled = func() map[string]*redact.Allowlist {
+	out := map[string]*redact.Allowlist{}
+	for k, rs := range fields {
+		out[k] = redact.Compile(append([][]redact.Rule{meta}, rs...)...)
+	}
+	return out
+}()
+
+var metaOnly = redact.Compile(meta)
+
+// Keep reduces obj, in place, to the allowlisted fields of its kind (a kind with no entry
+// keeps its metadata only), records what it removed in RemovedAnnotation, and counts replaced
+// values and redacted text in counts.
+func Keep(apiVersion, kind string, obj map[string]any, counts map[string]int) {
+	group := ""
+	if i := strings.Index(apiVersion, "/"); i >= 0 {
+		group = apiVersion[:i]
+	}
+	a := compiled[group+"/"+kind]
+	if a == nil {
+		a = metaOnly
+	}
+	removed := a.Apply(obj, counts)
+	if len(removed) == 0 {
+		return
+	}
+	counts["fields outside the allowlist"] += len(removed)
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	md["annotations"] = map[string]any{RemovedAnnotation: strings.Join(removed, ",")}
+}
