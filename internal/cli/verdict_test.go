@@ -329,3 +329,41 @@ func TestFixFromBundleExitsThreeAndHintsLive(t *testing.T) {
 		t.Errorf("the footer should say how to apply against the live clusters:\n%s", out)
 	}
 }
+
+// A truncated archive is never the all-clear: the clusters it lost show no data, the error
+// names the archive, and a report that still has findings says it may not be all.
+func TestTruncatedArchiveIsNotAnAllClear(t *testing.T) {
+	whole := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	packDir(t, example, "", whole)
+	b, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{len(b) / 8, len(b) / 3, len(b) * 2 / 3} {
+		p := filepath.Join(t.TempDir(), "truncated.tar.gz")
+		if err := os.WriteFile(p, b[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := run(t, "scan", "--from", p)
+		if code == ExitOK || strings.Contains(out, "No stuck upgrades found") {
+			t.Errorf("cut at %d bytes: exit %d, an all-clear for a truncated archive\n%s%s", cut, code, out, errOut)
+		}
+		js, _, _ := run(t, "scan", "--from", p, "-o", "json")
+		if strings.TrimSpace(js) == "" {
+			continue // nothing readable at all: exit 1 with the reason, checked above
+		}
+		var r struct {
+			Verdict       string `json:"verdict"`
+			InputComplete bool   `json:"inputComplete"`
+		}
+		if err := json.Unmarshal([]byte(js), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.InputComplete {
+			t.Errorf("cut at %d bytes: inputComplete true", cut)
+		}
+		if r.Verdict == "findings" && !strings.Contains(out, "part of the input could not be read") {
+			t.Errorf("cut at %d bytes: findings shown without saying the input was partial:\n%s", cut, out)
+		}
+	}
+}

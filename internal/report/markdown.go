@@ -20,6 +20,10 @@ func renderMarkdown(w io.Writer, r *Report, o Options) error {
 		fmt.Fprintf(&b, " — nothing at or above %s was found in what was read, but %s.", r.FailOn, mdEscape(strings.Join(r.Gaps(), "; ")))
 	case VerdictClear:
 		b.WriteString(" — no stuck upgrades found.")
+	case VerdictFindings:
+		if r.Incomplete() {
+			fmt.Fprintf(&b, " — and part of the input could not be read (%s): more may be stuck than this report shows.", mdEscape(strings.Join(r.Gaps(), "; ")))
+		}
 	}
 	b.WriteString("\n")
 	for _, w := range r.Warnings {

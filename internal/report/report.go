@@ -32,11 +32,13 @@ type Report struct {
 	Skipped       []snapshot.Skipped  `json:"skipped"`
 
 	// The verdict and what stands behind it (verdict.go): set by Judge.
-	Verdict  string   `json:"verdict"`
-	FailOn   string   `json:"failOn"`
-	Hidden   Hidden   `json:"hidden"`
-	Clock    Clock    `json:"clock"`
-	Warnings []string `json:"warnings"`
+	Verdict string `json:"verdict"`
+	// InputComplete is false when part of the input was not read, whatever the verdict.
+	InputComplete bool     `json:"inputComplete"`
+	FailOn        string   `json:"failOn"`
+	Hidden        Hidden   `json:"hidden"`
+	Clock         Clock    `json:"clock"`
+	Warnings      []string `json:"warnings"`
 }
 
 // Cluster is one scanned cluster's line in the report.
@@ -111,8 +113,7 @@ func (r *Report) normalise() {
 		r.Clock.Ignored = []snapshot.IgnoredTime{}
 	}
 	if r.Verdict == "" {
-		r.Verdict = r.judge(finding.Error)
-		r.FailOn = finding.Error.String()
+		r.SetVerdict(finding.Error)
 	}
 	fix := func(f *finding.Finding) {
 		if f.Evidence == nil {

@@ -262,6 +262,9 @@ func (t *tableWriter) preamble(r *Report) {
 	if h := r.HiddenSummary(); h != "" {
 		t.wrap("", "Hidden: "+h+".")
 	}
+	if r.Verdict == VerdictFindings && r.Incomplete() {
+		t.wrap("", t.paint(ansiYellow, "WARNING: ")+"part of the input could not be read ("+strings.Join(r.Gaps(), "; ")+"): more may be stuck than this report shows.")
+	}
 }
 
 // verdictLine says what an empty incident list means: the all-clear only when everything

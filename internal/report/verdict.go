@@ -11,7 +11,7 @@ import (
 // Verdicts. A scan says "clear" only when every input was read and judged: a cluster that
 // could not be read, a forbidden list or an unreadable file makes the result incomplete.
 const (
-	VerdictFindings   = "findings"   // something at or above --fail-on
+	VerdictFindings   = "findings"   // something at or above --fail-on (the input may still be incomplete: see Incomplete)
 	VerdictIncomplete = "incomplete" // nothing at or above --fail-on, but input was not all read
 	VerdictClear      = "clear"      // everything read, nothing at or above --fail-on
 )
@@ -89,6 +89,7 @@ func (r *Report) SetVerdict(failOn finding.Severity) {
 		failOn = 0
 	}
 	r.Verdict = r.judge(failOn)
+	r.InputComplete = !r.Incomplete()
 	r.FailOn = "none"
 	if failOn > 0 {
 		r.FailOn = failOn.String()
