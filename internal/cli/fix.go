@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"io"
 	"strings"
 	"time"
@@ -378,7 +379,7 @@ func (o *fixOptions) applyHint() string {
 }
 
 func writeFixSummary(w io.Writer, res *execute.Result, dir, name string) {
-	fmt.Fprintf(w, "\nDone: %s fixed, %d open.\n", report.Plural(res.Fixed, "incident", "incidents"), res.Open)
+	fmt.Fprintf(w, "\nDone: %s fixed, %d open.\n", plural.Forms(res.Fixed, "incident", "incidents"), res.Open)
 	var remaining []execute.Outcome
 	for _, oc := range res.Outcomes {
 		switch oc.Status {

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"strings"
 	"time"
 
@@ -119,10 +120,10 @@ func requireData(s *snapshot.Snapshot, input string) error {
 	}
 	if n := len(s.Skipped); n > 0 {
 		ex := s.Skipped[0]
-		why = append(why, fmt.Sprintf("%s skipped (e.g. %s: %s)", report.Plural(n, "document was", "documents were"), ex.File, ex.Reason))
+		why = append(why, fmt.Sprintf("%s skipped (e.g. %s: %s)", plural.Forms(n, "document was", "documents were"), ex.File, ex.Reason))
 	}
 	if n := len(s.Errors); n > 0 {
-		why = append(why, fmt.Sprintf("%s (e.g. %s)", report.Plural(n, "error", "errors"), s.Errors[0].String()))
+		why = append(why, fmt.Sprintf("%s (e.g. %s)", plural.Forms(n, "error", "errors"), s.Errors[0].String()))
 	}
 	if len(why) == 0 {
 		why = append(why, "it holds no YAML or JSON documents")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"io"
 	"regexp"
 	"strings"
@@ -32,7 +33,6 @@ type preflightOptions struct {
 	kube       *kubeFlags
 	reg        *registryFlags
 	live       bool
-
 }
 
 func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -259,7 +259,7 @@ type blocker struct {
 func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 	verdict := map[string]string{"go": "GO", "no-go": "NO-GO", verdictIncomplete: "INCOMPLETE (no verdict)"}[r.Verdict]
 	fmt.Fprintf(w, "%s preflight: %s — %d blocking (at or above %s), %s, %s", name, verdict, len(r.Blocking)+len(r.BlockingImages), r.FailOn,
-		report.Plural(len(r.Warnings), "warning", "warnings"), report.Plural(len(r.Images), "image", "images"))
+		plural.Forms(len(r.Warnings), "warning", "warnings"), plural.Forms(len(r.Images), "image", "images"))
 	if r.TargetVersion != "" {
 		fmt.Fprintf(w, ", target %s", r.TargetVersion)
 	}
@@ -304,7 +304,7 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 	case r.Registry == "offline":
 		fmt.Fprintln(w, "\nRegistry not asked (--offline-registry): images judged by events and logs only.")
 	default:
-		fmt.Fprintf(w, "\nRegistry checked: %s ('%s images' lists them).\n", report.Plural(len(r.Images), "image reference", "image references"), name)
+		fmt.Fprintf(w, "\nRegistry checked: %s ('%s images' lists them).\n", plural.Forms(len(r.Images), "image reference", "image references"), name)
 	}
 	if r.Verdict != "go" {
 		fmt.Fprintf(w, "Details and fix ladders: %s explain ID; next steps: %s scan with the same input.\n", name, name)

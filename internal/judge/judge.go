@@ -6,6 +6,7 @@ package judge
 
 import (
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"sort"
 	"strings"
 	"time"
@@ -110,7 +111,7 @@ func evaluationTime(s *snapshot.Snapshot, o Options) (time.Time, string, []strin
 			list = append(list, t.Time.Format(time.RFC3339)+" ("+t.Where+")")
 		}
 		warnings = append(warnings, fmt.Sprintf("left %s far beyond the rest of the bundle out of the evaluation time: %s; pass --now to judge at another time",
-			report.Plural(len(s.IgnoredTimes), "timestamp", "timestamps"), strings.Join(list, ", ")))
+			plural.Forms(len(s.IgnoredTimes), "timestamp", "timestamps"), strings.Join(list, ", ")))
 	}
 	switch {
 	case !o.Now.IsZero():

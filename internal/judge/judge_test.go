@@ -74,4 +74,3 @@ func TestJudgeAppliesSuppressionsAndCountsWhatIsHidden(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

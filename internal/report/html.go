@@ -3,6 +3,7 @@ package report
 import (
 	_ "embed"
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"html"
 	"html/template"
 	"io"
@@ -160,7 +161,7 @@ func clusterGrid(r *Report) ([]tileGroup, int) {
 		if role == "" {
 			role = "not scanned"
 		}
-		title := fmt.Sprintf("%s (%s): %s", n, role, plural(nf[n], "finding"))
+		title := fmt.Sprintf("%s (%s): %s", n, role, plural.Of(nf[n], "finding"))
 		if sev != "ok" {
 			title += ", worst " + sev
 		}
@@ -367,7 +368,7 @@ func stuckChart(r *Report) (template.HTML, int) {
 			y -= h
 			total += n
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" class="bar bar-%s"><title>%s, %s: %s</title></rect>`,
-				x, y, colW-12, h, sevColor[sev], sev, html.EscapeString(bucket.label), sev, plural(n, "incident"))
+				x, y, colW-12, h, sevColor[sev], sev, html.EscapeString(bucket.label), sev, plural.Of(n, "incident"))
 		}
 		if total > 0 {
 			fmt.Fprintf(&b, `<text x="%d" y="%d" class="count" text-anchor="middle">%d</text>`, x+(colW-12)/2, y-3, total)

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"io"
 	"sort"
 	"strconv"
@@ -207,7 +208,7 @@ func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, fail
 			writeFinding(&b, f, name)
 		}
 		c.Failure = &junitProblem{
-			Message: fmt.Sprintf("%s: %s", plural(len(failing), "finding"), strings.Join(ids, ", ")),
+			Message: fmt.Sprintf("%s: %s", plural.Of(len(failing), "finding"), strings.Join(ids, ", ")),
 			Type:    worst.String(),
 			Text:    b.String(),
 		}
@@ -221,7 +222,7 @@ func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, fail
 	}
 	if len(below) > 0 {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s below the failure threshold:\n", plural(len(below), "finding"))
+		fmt.Fprintf(&b, "%s below the failure threshold:\n", plural.Of(len(below), "finding"))
 		for _, f := range below {
 			writeFinding(&b, f, name)
 		}
@@ -244,13 +245,6 @@ func writeFinding(b *strings.Builder, f finding.Finding, name string) {
 		}
 	}
 	fmt.Fprintf(b, "  more: %s explain %s\n", name, f.ID)
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func appendNew(list []string, s string) []string {

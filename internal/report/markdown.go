@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"io"
 	"strings"
 	"time"
@@ -12,8 +13,8 @@ import (
 func renderMarkdown(w io.Writer, r *Report, o Options) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# unstick scan\n\nEvaluated at %s: %s, %s, %s, %s.\n",
-		r.EvaluatedAt.Format(time.RFC3339), Plural(len(r.Clusters), "cluster", "clusters"), Plural(len(r.Incidents), "incident", "incidents"),
-		Plural(len(r.Findings), "finding", "findings"), Plural(len(r.Errors), "error", "errors"))
+		r.EvaluatedAt.Format(time.RFC3339), plural.Forms(len(r.Clusters), "cluster", "clusters"), plural.Forms(len(r.Incidents), "incident", "incidents"),
+		plural.Forms(len(r.Findings), "finding", "findings"), plural.Forms(len(r.Errors), "error", "errors"))
 	fmt.Fprintf(&b, "\n**Verdict: %s**", r.Verdict)
 	switch r.Verdict {
 	case VerdictIncomplete:

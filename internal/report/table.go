@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"io"
 	"strings"
 	"time"
@@ -108,8 +109,8 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 		t.width = 100
 	}
 	t.printf("%s %s, %s, %s, %s (evaluated at %s)\n",
-		t.paint(ansiBold, "unstick scan:"), Plural(len(r.Clusters), "cluster", "clusters"), Plural(len(r.Incidents), "incident", "incidents"),
-		Plural(len(r.Findings), "finding", "findings"), Plural(len(r.Errors), "error", "errors"), r.EvaluatedAt.Format(time.RFC3339))
+		t.paint(ansiBold, "unstick scan:"), plural.Forms(len(r.Clusters), "cluster", "clusters"), plural.Forms(len(r.Incidents), "incident", "incidents"),
+		plural.Forms(len(r.Findings), "finding", "findings"), plural.Forms(len(r.Errors), "error", "errors"), r.EvaluatedAt.Format(time.RFC3339))
 	t.preamble(r)
 	if line := contextLine(r.Clusters); line != "" {
 		t.wrap("", line)
@@ -130,7 +131,7 @@ func renderTable(w io.Writer, r *Report, o Options) error {
 		}
 	}
 	if len(r.Skipped) > 0 {
-		t.printf("\n%s\n", t.paint(ansiBold, "SKIPPED "+Plural(len(r.Skipped), "document that was not read as a Kubernetes object", "documents that were not read as Kubernetes objects")))
+		t.printf("\n%s\n", t.paint(ansiBold, "SKIPPED "+plural.Forms(len(r.Skipped), "document that was not read as a Kubernetes object", "documents that were not read as Kubernetes objects")))
 		for i, s := range r.Skipped {
 			if i == 10 {
 				t.printf("  … and %d more (see -o json)\n", len(r.Skipped)-10)

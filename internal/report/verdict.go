@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -109,10 +110,10 @@ func (r *Report) Gaps() []string {
 		}
 	}
 	if len(noData) > 0 {
-		out = append(out, fmt.Sprintf("no objects were read for %s %s", Plural(len(noData), "cluster", "clusters"), strings.Join(noData, ", ")))
+		out = append(out, fmt.Sprintf("no objects were read for %s %s", plural.Forms(len(noData), "cluster", "clusters"), strings.Join(noData, ", ")))
 	}
 	if n := len(r.Errors); n > 0 {
-		out = append(out, fmt.Sprintf("%s while reading or judging (listed under errors)", Plural(n, "error", "errors")))
+		out = append(out, fmt.Sprintf("%s while reading or judging (listed under errors)", plural.Forms(n, "error", "errors")))
 	}
 	return out
 }
@@ -121,18 +122,10 @@ func (r *Report) Gaps() []string {
 func (r *Report) HiddenSummary() string {
 	var parts []string
 	if n := r.Hidden.Filtered; n > 0 {
-		parts = append(parts, fmt.Sprintf("%s hidden by filters (--only, --only-cluster)", Plural(n, "finding", "findings")))
+		parts = append(parts, fmt.Sprintf("%s hidden by filters (--only, --only-cluster)", plural.Forms(n, "finding", "findings")))
 	}
 	if n := r.Hidden.Suppressed; n > 0 {
-		parts = append(parts, fmt.Sprintf("%s hidden by suppressions in the config file", Plural(n, "finding", "findings")))
+		parts = append(parts, fmt.Sprintf("%s hidden by suppressions in the config file", plural.Forms(n, "finding", "findings")))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// Plural is "1 cluster", "2 clusters".
-func Plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
