@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // clockSkew reports clocks that disagree with the collection time beyond the threshold: an
@@ -20,10 +21,11 @@ var clockSkew = Check{
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		maxSkew := ctx.Thresholds.Duration("cluster.clockSkewMax")
-		// Clocks are compared with when the objects were read: judging a bundle --now at an
-		// earlier time must not make every heartbeat look stamped in the future.
+		// Clocks are compared with when a bundle's objects were collected: judging it --now at
+		// an earlier time must not make every heartbeat look stamped in the future. (Live,
+		// --now is a deliberate replay of another time and wins.)
 		at := ctx.Now
-		if c := ctx.Snap.CollectedAt; c.After(at) {
+		if c := ctx.Snap.CollectedAt; c.After(at) && ctx.Snap.ClockSource != snapshot.ClockLive {
 			at = c
 		}
 		for _, a := range agentStates(ctx.Snap) {

@@ -115,7 +115,7 @@ func evaluationTime(s *snapshot.Snapshot, o Options) (time.Time, string, []strin
 	}
 	switch {
 	case !o.Now.IsZero():
-		if c := s.CollectedAt; !c.IsZero() && o.Now.Before(c) {
+		if c := s.CollectedAt; !c.IsZero() && o.Now.Before(c) && s.ClockSource != snapshot.ClockLive {
 			warnings = append(warnings, fmt.Sprintf("--now %s is before the objects were collected (%s): ages are measured from --now and may read short; clocks are still compared with the collection time",
 				o.Now.UTC().Format(time.RFC3339), c.UTC().Format(time.RFC3339)))
 		}

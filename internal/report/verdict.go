@@ -33,7 +33,7 @@ type Hidden struct {
 
 // Clock says at what time the fleet was judged and why.
 type Clock struct {
-	// Source is one of now-flag (--now), recorded (read live, or the bundle's collection
+	// Source is one of now-flag (--now), live (read just now), recorded (the bundle's collection
 	// metadata), newest (the newest timestamp in the bundle) or wall-clock.
 	Source string `json:"source"`
 	// Ignored are timestamps left out of "newest" as outliers.

@@ -42,6 +42,7 @@ type Builder struct {
 	clusters    map[string]*Cluster
 	infos       map[string]ClusterInfo
 	collectedAt time.Time
+	live        bool
 	newest      time.Time
 	errors      []finding.ScanError
 	skipped     []Skipped
@@ -59,6 +60,13 @@ func NewBuilder() *Builder {
 
 // SetCollectedAt records when the source was read.
 func (b *Builder) SetCollectedAt(t time.Time) { b.mu.Lock(); b.collectedAt = t; b.mu.Unlock() }
+
+// SetReadLive records that the objects were read from live clusters just now (ClockLive).
+func (b *Builder) SetReadLive(t time.Time) {
+	b.mu.Lock()
+	b.collectedAt, b.live = t, true
+	b.mu.Unlock()
+}
 
 // DeclareCluster records what is known of a cluster (from metadata or a kubeconfig context).
 func (b *Builder) DeclareCluster(info ClusterInfo) {
@@ -560,6 +568,8 @@ func (b *Builder) Build() *Snapshot {
 		if !s.CollectedAt.IsZero() {
 			s.ClockSource = ClockNewest
 		}
+	} else if b.live {
+		s.ClockSource = ClockLive
 	} else if s.ClockSource == "" {
 		s.ClockSource = ClockRecorded
 	}

@@ -13,6 +13,10 @@ import (
 const (
 	ClockRecorded = "recorded" // the source said when it read the objects (live, or unstick-bundle.yaml)
 	ClockNewest   = "newest"   // the newest timestamp of the bundle's objects, outliers left out
+	// ClockLive: read from live clusters just now. A --now before it is a deliberate
+	// replay of another time (tests replay bundles into API servers), so clocks are then
+	// compared with --now.
+	ClockLive = "live"
 )
 
 // IgnoredTime is a timestamp left out of the evaluation time because it stands far beyond

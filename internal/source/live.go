@@ -83,7 +83,7 @@ func (l *Live) defaults() {
 // Load reads every target into a snapshot judged at the time the read started.
 func (l *Live) Load(ctx context.Context) (*snapshot.Snapshot, error) {
 	b := snapshot.NewBuilder()
-	b.SetCollectedAt(time.Now().UTC())
+	b.SetReadLive(time.Now().UTC())
 	if err := l.Read(ctx, b); err != nil {
 		return nil, err
 	}

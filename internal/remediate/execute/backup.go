@@ -57,8 +57,8 @@ type IndexEntry struct {
 	Namespace  string    `json:"namespace,omitempty"`
 	Name       string    `json:"name"`
 	// Existed is false for an object the step creates: restoring means deleting it.
-	Existed         bool   `json:"existed"`
-	File            string `json:"file,omitempty"` // relative to the backup directory
+	Existed bool   `json:"existed"`
+	File    string `json:"file,omitempty"` // relative to the backup directory
 	// SHA256 is the digest of File: restore refuses a file that no longer matches it.
 	SHA256          string `json:"sha256,omitempty"`
 	UID             string `json:"uid,omitempty"`

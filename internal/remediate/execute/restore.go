@@ -45,7 +45,7 @@ type RestoreOutcome struct {
 type restoreItem struct {
 	orig  IndexEntry
 	body  *unstructured.Unstructured // the saved object (nil for one fix created)
-	last  *Write // the last write unstick made to it
+	last  *Write                     // the last write unstick made to it
 	key   string
 	order int
 }
