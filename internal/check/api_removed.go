@@ -48,11 +48,7 @@ var apiRemoved = Check{
 				if msg == "" {
 					continue
 				}
-				fc := ix.forBD(m, bd)
-				target, fleetRef := bd.Namespace, "ns:"+bd.Namespace
-				if fc != nil {
-					target, fleetRef = clusterName(ctx.Snap, fc), fc.Namespace+"/"+fc.Name
-				}
+				target, fleetRef := bdTarget(ctx, ix, m, bd)
 				bundle := fleet.BundleName(bd)
 				key := BundleKey(fleetRef, bundle)
 				add(key, func() finding.Finding {

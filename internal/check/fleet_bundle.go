@@ -174,11 +174,7 @@ var fleetContent = Check{
 				if content == "" {
 					continue
 				}
-				fc := ix.forBD(m, bd)
-				target, fleetRef := bd.Namespace, "ns:"+bd.Namespace
-				if fc != nil {
-					target, fleetRef = clusterName(ctx.Snap, fc), fc.Namespace+"/"+fc.Name
-				}
+				target, fleetRef := bdTarget(ctx, ix, m, bd)
 				bundle := fleet.BundleName(bd)
 				f := ctx.New("fleet/content-missing", m, bdRef(bd), fmt.Sprintf("bundle %s cannot be deployed on cluster %s: its Content %s does not exist", bundle, target, content))
 				f.Affects = target
@@ -266,4 +262,13 @@ func suffix(sep, s string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return textsafe.Clip(s, 300)
+}
+
+// bdTarget names the downstream cluster a BundleDeployment is for, and the key of its Fleet
+// Cluster ("ns:<namespace>" when no Fleet Cluster owns the namespace).
+func bdTarget(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *snapshot.BundleDeployment) (target, fleetRef string) {
+	if fc := ix.forBD(m, bd); fc != nil {
+		return clusterName(ctx.Snap, fc), fc.Namespace + "/" + fc.Name
+	}
+	return bd.Namespace, "ns:" + bd.Namespace
 }
