@@ -3,6 +3,8 @@ package classify
 import (
 	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/removedapi"
 )
 
 // builtinGroups are the API groups Kubernetes itself serves (k8s.io/api and the aggregator's
@@ -59,43 +61,11 @@ func RemovedAPI(text string) (kind, groupVersion string, ok bool) {
 	return "", "", false
 }
 
-// removedIn is the Kubernetes minor release that stopped serving a built-in group/version (the
-// Kubernetes deprecated API migration guide), for the versions charts still ship most often.
-// A kind listed after "|" overrides its group/version's entry.
-var removedIn = map[string]string{
-	"extensions/v1beta1":                        "1.16",
-	"extensions/v1beta1|Ingress":                "1.22",
-	"apps/v1beta1":                              "1.16",
-	"apps/v1beta2":                              "1.16",
-	"networking.k8s.io/v1beta1":                 "1.22",
-	"rbac.authorization.k8s.io/v1beta1":         "1.22",
-	"admissionregistration.k8s.io/v1beta1":      "1.22",
-	"apiextensions.k8s.io/v1beta1":              "1.22",
-	"apiregistration.k8s.io/v1beta1":            "1.22",
-	"authentication.k8s.io/v1beta1":             "1.22",
-	"authorization.k8s.io/v1beta1":              "1.22",
-	"certificates.k8s.io/v1beta1":               "1.22",
-	"coordination.k8s.io/v1beta1":               "1.22",
-	"scheduling.k8s.io/v1beta1":                 "1.22",
-	"storage.k8s.io/v1beta1":                    "1.22",
-	"storage.k8s.io/v1beta1|CSIStorageCapacity": "1.27",
-	"policy/v1beta1":                            "1.25",
-	"batch/v1beta1":                             "1.25",
-	"autoscaling/v2beta1":                       "1.25",
-	"autoscaling/v2beta2":                       "1.26",
-	"discovery.k8s.io/v1beta1":                  "1.25",
-	"events.k8s.io/v1beta1":                     "1.25",
-	"node.k8s.io/v1beta1":                       "1.25",
-	"flowcontrol.apiserver.k8s.io/v1beta1":      "1.26",
-	"flowcontrol.apiserver.k8s.io/v1beta2":      "1.29",
-	"flowcontrol.apiserver.k8s.io/v1beta3":      "1.32",
-}
-
 // RemovedIn names the Kubernetes release that removed a built-in kind's group/version, or ""
-// when the table does not know it.
+// when it was not removed (internal/removedapi, derived from k8s.io/api).
 func RemovedIn(kind, groupVersion string) string {
-	if v, ok := removedIn[groupVersion+"|"+kind]; ok {
-		return v
+	if r, ok := removedapi.Lookup(groupVersion, kind); ok {
+		return r.RemovedIn
 	}
-	return removedIn[groupVersion]
+	return ""
 }
