@@ -118,7 +118,10 @@ func revisionsOf(uses []apiUse) string {
 	for i, r := range revs {
 		s[i] = strconv.Itoa(r)
 	}
-	return strings.Join(s, ", ")
+	if len(s) == 1 {
+		return "revision " + s[0]
+	}
+	return "revisions " + strings.Join(s, ", ")
 }
 
 // releaseAPIFindings judges every revision of every Helm release of c by its manifest's
@@ -132,7 +135,17 @@ func releaseAPIFindings(ctx *Context, c *snapshot.Cluster, fs *apiFindings) {
 	}
 	for _, hist := range releaseHistories(c) {
 		var now, target []apiUse
-		for _, r := range hist {
+		// Helm builds the last deployed revision's manifest before an upgrade or rollback, and
+		// the pending and failed ones after it are what Fleet's retries left: those count. An
+		// older revision matters only to a rollback to it, and stays in history after the fix
+		// (helm-mapkubeapis rewrites the latest revision only), so it is not judged.
+		from := 0
+		for i, r := range hist {
+			if r.Status == helmrelease.StatusDeployed {
+				from = i
+			}
+		}
+		for _, r := range hist[from:] {
 			n, t := removedUses(v, r.Docs, r)
 			now, target = append(now, n...), append(target, t...)
 		}
@@ -164,16 +177,19 @@ func releaseAPIFindings(ctx *Context, c *snapshot.Cluster, fs *apiFindings) {
 			mk := func() finding.Finding {
 				var f finding.Finding
 				if id == "api/removed" {
-					f = ctx.New(id, c, secret, fmt.Sprintf("%s (revisions %s) uses %s, which the cluster (%s) no longer serves: its upgrades and rollbacks fail until the stored manifest uses a served version",
+					f = ctx.New(id, c, secret, fmt.Sprintf("%s (%s) uses %s, which the cluster (%s) no longer serves: its upgrades and rollbacks fail until the stored manifest uses a served version",
 						what, revisionsOf(uses), usesSummary(uses), v.Current))
 				} else {
-					f = ctx.New(id, c, secret, fmt.Sprintf("%s (revisions %s) uses %s, which Kubernetes %s no longer serves: the cluster runs %s and %s is %s; after that upgrade the release can neither be upgraded nor rolled back until the stored manifest uses a served version",
+					f = ctx.New(id, c, secret, fmt.Sprintf("%s (%s) uses %s, which Kubernetes %s no longer serves: the cluster runs %s and %s is %s; after that upgrade the release can neither be upgraded nor rolled back until the stored manifest uses a served version",
 						what, revisionsOf(uses), usesSummary(uses), minorName(minor), v.Current, v.TargetFrom, v.Target))
 				}
 				f.Keys = releaseKeys(ctx.Snap, c, newest)
 				f.Since = timePtr(newest.Since())
 				f.Signature = id + "|" + genericBundle(newest.Name) + "|" + first.doc.Kind + "|" + first.removal.APIVersion()
 				f.Vars = vars
+				fitSteps(&f, func(cmd string) bool {
+					return !strings.Contains(cmd, "gitrepos.fleet.cattle.io") && !strings.Contains(cmd, "get bundles.fleet.cattle.io")
+				}, "")
 				return f
 			}
 			for _, u := range uses {
@@ -255,6 +271,8 @@ func bundleAPIFindings(ctx *Context, m *snapshot.Cluster, fs *apiFindings) {
 				}
 				f.Signature = id + "|" + genericBundle(b.Name) + "|" + first.doc.Kind + "|" + first.removal.APIVersion()
 				f.Vars = vars
+				// A bundle is fixed in Git: the release rewrite is not for it.
+				fitSteps(&f, func(cmd string) bool { return !strings.HasPrefix(cmd, "helm ") }, "repair")
 				return f
 			}
 			for _, u := range uses {
@@ -268,4 +286,24 @@ func bundleAPIFindings(ctx *Context, m *snapshot.Cluster, fs *apiFindings) {
 
 func bundleRef(ns, name string) finding.ObjectRef {
 	return ref("fleet.cattle.io/v1alpha1", "Bundle", ns, name)
+}
+
+// fitSteps keeps the ladder's commands that fit this finding (the catalogue's ladder serves
+// Helm releases and Fleet bundles alike), and drops the rung named drop.
+func fitSteps(f *finding.Finding, keep func(cmd string) bool, drop string) {
+	steps := f.Remediation[:0:0]
+	for _, st := range f.Remediation {
+		if st.Rung == drop {
+			continue
+		}
+		var cmds []string
+		for _, c := range st.Commands {
+			if keep(c) {
+				cmds = append(cmds, c)
+			}
+		}
+		st.Commands = cmds
+		steps = append(steps, st)
+	}
+	f.Remediation = steps
 }
