@@ -64,6 +64,7 @@ func fleetClusters() []*fcl {
 			lastSeen: "2026-11-28T09:28:02Z", redeployGen: 1, importedAt: "2026-05-27T11:04:20Z",
 			extraLabels: map[string]string{"env": "dev"}, regAt: "2026-05-27T11:05:02Z"},
 	}
+	cs = append(cs, gateFleetCluster())
 	for _, c := range cs {
 		c.clusterNS = fleetClusterNamespace(c.ns, c.name)
 		c.regPod = "fleet-agent-" + randFrom("regpod-rs:"+c.name, k8sAlphabet, 10) + "-" + randFrom("regpod:"+c.name, k8sAlphabet, 5)

@@ -240,7 +240,9 @@ func bundleAPIFindings(ctx *Context, m *snapshot.Cluster, fs *apiFindings) {
 			}
 			id, uses := g.id, g.uses
 			first := uses[0]
-			key := BundleKey(fleetRef, b.Name)
+			// Its own finding, apart from the release's (same bundle key): the release is fixed
+			// in its storage, the bundle in Git.
+			key := "docs|" + BundleKey(fleetRef, b.Name)
 			if id == "api/removed-in-target" {
 				key = "target|" + key
 			}

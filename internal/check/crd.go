@@ -143,8 +143,12 @@ var crdVersions = Check{
 	Name:  "crd/versions",
 	Emits: []string{"crd/version-not-served"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
+		// The CRDs being rolled out first: a stored version they drop blocks the rollout.
 		var out []finding.Finding
 		reported := map[string]bool{}
+		for _, m := range ctx.Snap.Management() {
+			out = append(out, targetCRDs(ctx, m, reported)...)
+		}
 		for _, c := range ctx.Snap.Clusters {
 			for _, crd := range c.CRDs {
 				served := map[string]bool{}
@@ -157,7 +161,7 @@ var crdVersions = Check{
 						bad = append(bad, sv)
 					}
 				}
-				if len(bad) == 0 {
+				if len(bad) == 0 || reported[c.Name+"/"+crd.Name] {
 					continue
 				}
 				obj := ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd.Name)
@@ -169,9 +173,6 @@ var crdVersions = Check{
 				reported[c.Name+"/"+crd.Name] = true
 				out = append(out, f)
 			}
-		}
-		for _, m := range ctx.Snap.Management() {
-			out = append(out, targetCRDs(ctx, m, reported)...)
 		}
 		return out, nil
 	},
@@ -244,8 +245,11 @@ func targetCRDs(ctx *Context, m *snapshot.Cluster, reported map[string]bool) []f
 			}
 			reported[dc.Name+"/"+crd.Name] = true
 			obj := ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd.Name)
-			f := ctx.New("crd/version-not-served", dc, obj, fmt.Sprintf("CRD %s on cluster %s has objects stored as %s, which the CRD that bundle %s/%s rolls out no longer serves (%s): the update is rejected until they are migrated to %s and status.storedVersions is trimmed",
-				crd.Name, dc.Name, strings.Join(drop, ", "), b.Namespace, b.Name, servedDocList(d.CRD), orUnknown(d.CRD.StorageVersion())))
+			f := ctx.New("crd/version-not-served", dc, obj, fmt.Sprintf("CRD %s on cluster %s has objects stored as %s, which the CRD that bundle %s/%s rolls out no longer serves (%s): the API server rejects that CRD until the objects are migrated to %s and status.storedVersions is trimmed",
+				crd.Name, dc.Name, strings.Join(drop, ", "), b.Namespace, b.Name, servedDocList(d.CRD), orUnknown(storageVersion(crd))))
+			// Not a risk for later but a rollout that fails half-way: a blocker, as
+			// api/removed-in-target is.
+			f.Severity = finding.Error
 			f.Evidence = []finding.Evidence{
 				ev(sourceOf(dc, obj), "status.storedVersions=%v; served now: %s", crd.StoredVersions, servedList(crd)),
 				ev(sourceOf(m, bundleRef(b.Namespace, b.Name)), "%s: CustomResourceDefinition %s serves %s", d.Source, d.Name, servedDocList(d.CRD)),

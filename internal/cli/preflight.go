@@ -274,6 +274,12 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 		fmt.Fprintln(w, "\nBLOCKING")
 		for _, f := range r.Blocking {
 			fmt.Fprintf(w, "  %-8s %-5s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.Kind, f.ID, whereLabel(f.Finding), f.Summary)
+			if st := fixStep(f.Finding); st != nil {
+				fmt.Fprintf(w, "           fix (%s, risk %s):\n", st.Rung, st.Risk)
+				for _, c := range st.Commands {
+					fmt.Fprintf(w, "             $ %s\n", c)
+				}
+			}
 		}
 		for _, row := range r.BlockingImages {
 			fmt.Fprintf(w, "  %-8s %-5s image %s %s; used by %s\n", "IMAGE", "gate", row.Ref, row.problem(), strings.Join(row.usedBy(), "; "))
@@ -319,4 +325,16 @@ func whereLabel(f finding.Finding) string {
 		return f.Cluster + " → " + f.Affects
 	}
 	return f.Cluster
+}
+
+// fixStep is the first rung of a blocker's ladder that changes something and names commands:
+// what preflight prints under the blocker, aimed at its cluster (the full ladder is in scan and
+// explain).
+func fixStep(f finding.Finding) *finding.Step {
+	for i, st := range f.Remediation {
+		if st.Rung != "observe" && len(st.Commands) > 0 {
+			return &f.Remediation[i]
+		}
+	}
+	return nil
 }
