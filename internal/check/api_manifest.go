@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
-	"github.com/unstick-dev/unstick/internal/fleet"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
 	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/removedapi"
@@ -267,10 +266,9 @@ func bundleAPIFindings(ctx *Context, m *snapshot.Cluster, fs *apiFindings) {
 						where, usesSummary(uses), minorName(v.TargetMinor), dc.Name, v.Current, v.TargetFrom, v.Target, first.doc.Source))
 				}
 				f.Affects = dc.Name
-				f.Keys = []string{BundleKey(fleetRef, b.Name)}
-				if fleet.IsAgentBundle(b.Name) {
-					f.Keys = append(f.Keys, AgentKey(fleetRef))
-				}
+				// An incident of its own, not a symptom of the release's: the release is fixed in
+				// its storage (unstick fix), the bundle in Git (by hand).
+				f.Keys = []string{"git:" + BundleKey(fleetRef, b.Name)}
 				f.Signature = id + "|" + genericBundle(b.Name) + "|" + first.doc.Kind + "|" + first.removal.APIVersion()
 				f.Vars = vars
 				// A bundle is fixed in Git: the release rewrite is not for it.
