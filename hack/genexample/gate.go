@@ -252,6 +252,17 @@ func (w *world) gate(c *fcl, o *out) {
 	// The system-upgrade-controller server Plan, moved to v1.32 by the platform team.
 	o.add("plans", gatePlan())
 
+	// RKE2's and the system-upgrade-controller's CRDs.
+	for _, d := range []struct{ plural, group, kind, scope string }{
+		{"addons", "k3s.cattle.io", "Addon", "Namespaced"},
+		{"etcdsnapshotfiles", "k3s.cattle.io", "ETCDSnapshotFile", "Cluster"},
+		{"helmchartconfigs", "helm.cattle.io", "HelmChartConfig", "Namespaced"},
+		{"helmcharts", "helm.cattle.io", "HelmChart", "Namespaced"},
+		{"plans", "upgrade.cattle.io", "Plan", "Namespaced"},
+	} {
+		o.add("customresourcedefinitions", o.crd(d.plural, d.group, "v1", d.kind, d.scope, "2026-07-02T09:05:50Z", nil, nil))
+	}
+
 	// A CRD whose v1alpha1 is no longer served while objects may still be stored in it.
 	widgets := o.crd("widgets", "apps.example.com", "v1beta1", "Widget", "Namespaced", "2026-07-03T11:20:00Z", nil, nil)
 	spec := widgets["spec"].(map[string]any)
