@@ -172,6 +172,7 @@ func releaseAPIFindings(ctx *Context, c *snapshot.Cluster, fs *apiFindings) {
 				"namespace": newest.Namespace, "release": newest.Name, "revision": strconv.Itoa(newest.Revision),
 				"group-version": first.removal.APIVersion(), "kind": first.doc.Kind, "replacement": first.removal.ReplacementAPIVersion(),
 				"kubernetes-version": minorName(minor), "review": first.removal.Review,
+				"uses": strconv.Itoa(len(uses)),
 			}
 			mk := func() finding.Finding {
 				var f finding.Finding
@@ -252,6 +253,10 @@ func bundleAPIFindings(ctx *Context, m *snapshot.Cluster, fs *apiFindings) {
 			vars := map[string]string{
 				"bundle": b.Name, "fleet-namespace": b.Namespace, "repo": repo, "path": first.doc.Source,
 				"group-version": first.removal.APIVersion(), "kind": first.doc.Kind, "replacement": first.removal.ReplacementAPIVersion(),
+				"kubernetes-version": minorName(v.CurrentMinor), "uses": strconv.Itoa(len(uses)),
+			}
+			if id == "api/removed-in-target" {
+				vars["kubernetes-version"] = minorName(v.TargetMinor)
 			}
 			if repo == "" {
 				vars[noGitRepo] = b.Name
