@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unique"
 
 	"sigs.k8s.io/yaml"
 )
@@ -71,6 +72,18 @@ func (c *CRD) Has(v string) bool {
 	return false
 }
 
+// interned makes the document's strings share one copy with every equal string: a fleet's
+// release revisions repeat the same kinds, versions, names and template paths thousands of
+// times, and the snapshot keeps them as long as it lives (serve).
+func (d Doc) interned() Doc {
+	for _, s := range []*string{&d.APIVersion, &d.Kind, &d.Namespace, &d.Name, &d.Source} {
+		if *s != "" {
+			*s = unique.Make(*s).Value()
+		}
+	}
+	return d
+}
+
 // MaxDocs bounds the documents read from one manifest: a manifest is a few hundred at most,
 // and a hostile one must not make the snapshot grow without limit.
 const MaxDocs = 2000
@@ -87,7 +100,7 @@ func Docs(text, source string) []Doc {
 			break
 		}
 		if doc, ok := identify(d, source); ok {
-			out = append(out, doc)
+			out = append(out, doc.interned())
 		}
 	}
 	return out
