@@ -127,8 +127,8 @@ func revisionsOf(uses []apiUse) string {
 // documents: api/removed for APIs the cluster already lost (the release cannot be upgraded or
 // rolled back now), api/removed-in-target for those its next upgrade removes. add merges with
 // the findings api/removed builds from Helm's own error messages (same key).
-func releaseAPIFindings(ctx *Context, c *snapshot.Cluster, fs *apiFindings) {
-	v := versionsOf(ctx, c)
+func releaseAPIFindings(ctx *Context, tg *targets, c *snapshot.Cluster, fs *apiFindings) {
+	v := tg.versionsOf(c)
 	if v.Current == "" && v.Target == "" {
 		return
 	}
@@ -205,7 +205,7 @@ func releaseAPIFindings(ctx *Context, c *snapshot.Cluster, fs *apiFindings) {
 // bundleAPIFindings judges each Fleet Bundle's documents (its resources, else the Content its
 // BundleDeployments point at) against every downstream cluster it is deployed to: the file to
 // change is in the GitRepo the bundle comes from, named by the resource's path.
-func bundleAPIFindings(ctx *Context, m *snapshot.Cluster, fs *apiFindings) {
+func bundleAPIFindings(ctx *Context, tg *targets, m *snapshot.Cluster, fs *apiFindings) {
 	ix := newFleetIndex(m)
 	for _, bd := range m.BundleDeployments {
 		b := bundleOf(m, bd)
@@ -217,7 +217,7 @@ func bundleAPIFindings(ctx *Context, m *snapshot.Cluster, fs *apiFindings) {
 			id, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
 			docs = m.ContentDocs[id]
 		}
-		if len(docs) == 0 {
+		if !anyRemoved(docs) {
 			continue
 		}
 		target, fleetRef := bdTarget(ctx, ix, m, bd)
@@ -228,7 +228,7 @@ func bundleAPIFindings(ctx *Context, m *snapshot.Cluster, fs *apiFindings) {
 		if dc == nil {
 			continue
 		}
-		v := versionsOf(ctx, dc)
+		v := tg.versionsOf(dc)
 		now, later := removedUses(v, docs, nil)
 		repo := b.Labels[labelRepoName]
 		for _, g := range []struct {
@@ -311,4 +311,15 @@ func fitSteps(f *finding.Finding, keep func(cmd string) bool, drop string) {
 		steps = append(steps, st)
 	}
 	f.Remediation = steps
+}
+
+// anyRemoved reports whether some document uses an API some Kubernetes version removed: most
+// bundles use none, and need no cluster's versions read.
+func anyRemoved(docs []manifest.Doc) bool {
+	for _, d := range docs {
+		if _, ok := removedapi.Lookup(d.APIVersion, d.Kind); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -141,7 +141,7 @@ func TestTargetVersion(t *testing.T) {
 			m := &snapshot.Cluster{Name: "local", Role: snapshot.Management, FleetClusters: []*fleetv1.Cluster{fc}, Other: tc.other}
 			d := &snapshot.Cluster{Name: "prod-ap-1", Role: snapshot.Downstream, FleetCluster: "fleet-default/c-m-abc",
 				Nodes: []*corev1.Node{node("n", "v1.31.12+rke2r1")}, Plans: tc.plans}
-			v := versionsOf(gateContext(t, &snapshot.Snapshot{Clusters: []*snapshot.Cluster{m, d}}, tc.target), d)
+			v := newTargets(gateContext(t, &snapshot.Snapshot{Clusters: []*snapshot.Cluster{m, d}}, tc.target)).versionsOf(d)
 			if v.Current != "v1.31.12+rke2r1" || v.CurrentMinor != 31 {
 				t.Errorf("current %q (%d)", v.Current, v.CurrentMinor)
 			}

@@ -76,11 +76,12 @@ var apiRemoved = Check{
 			}
 		}
 		// What the manifests say: every revision of every release, every bundle.
+		tg := newTargets(ctx)
 		for _, c := range ctx.Snap.Clusters {
-			releaseAPIFindings(ctx, c, fs)
+			releaseAPIFindings(ctx, tg, c, fs)
 		}
 		for _, m := range ctx.Snap.Management() {
-			bundleAPIFindings(ctx, m, fs)
+			bundleAPIFindings(ctx, tg, m, fs)
 		}
 		return fs.list(), nil
 	},

@@ -218,6 +218,9 @@ func targetCRDs(ctx *Context, m *snapshot.Cluster, reported map[string]bool) []f
 			id, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
 			docs = m.ContentDocs[id]
 		}
+		if !slices.ContainsFunc(docs, func(d manifest.Doc) bool { return d.CRD != nil }) {
+			continue
+		}
 		target, fleetRef := bdTarget(ctx, ix, m, bd)
 		dc := ctx.Snap.ClusterForFleet(fleetRef)
 		if dc == nil {

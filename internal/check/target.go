@@ -21,16 +21,50 @@ type kubeVersions struct {
 // minorName writes a minor as a version: "v1.32".
 func minorName(minor int) string { return fmt.Sprintf("v1.%d", minor) }
 
+// targets reads, once per check run, what every cluster runs and will run (versionsOf), so
+// that judging 50,000 BundleDeployments does not walk the fleet 50,000 times.
+type targets struct {
+	ctx     *Context
+	rancher map[string]rancherVersion // by every name a downstream cluster may go by
+	fleet   map[string][]string       // Fleet Cluster namespace/name → the names it is labelled with
+	cache   map[*snapshot.Cluster]kubeVersions
+}
+
+type rancherVersion struct{ version, from string }
+
+func newTargets(ctx *Context) *targets {
+	t := &targets{ctx: ctx, rancher: rancherVersions(ctx.Snap), fleet: map[string][]string{}, cache: map[*snapshot.Cluster]kubeVersions{}}
+	for _, m := range ctx.Snap.Management() {
+		for _, fc := range m.FleetClusters {
+			names := []string{fc.Name}
+			for _, l := range []string{"management.cattle.io/cluster-name", "management.cattle.io/cluster-display-name"} {
+				if x := fc.Labels[l]; x != "" {
+					names = append(names, x)
+				}
+			}
+			t.fleet[fc.Namespace+"/"+fc.Name] = names
+		}
+	}
+	return t
+}
+
 // versionsOf reads what a cluster runs (the lowest Node kubeletVersion: a cluster serves what
 // its oldest API server serves, and kubelets are never newer than the API server) and the
 // version its next upgrade installs, in this order: preflight --target-version for every
 // cluster; the cluster's Kubernetes upgrade Plans (system-upgrade-controller: spec.version,
 // else the channel-resolved status.latestVersion, of Plans whose upgrade image is rke2-upgrade
-// or k3s-upgrade); the version Rancher is told to install — spec.kubernetesVersion of the
-// provisioning.cattle.io/v1 Cluster for clusters Rancher provisions, spec.rke2Config or
-// spec.k3sConfig kubernetesVersion of the management.cattle.io/v3 Cluster for imported ones.
-// A target not newer than the current version is no upgrade and reads as none.
-func versionsOf(ctx *Context, c *snapshot.Cluster) kubeVersions {
+// or k3s-upgrade); the version Rancher is told to install (rancherVersions). A target not newer
+// than the current version is no upgrade and reads as none.
+func (t *targets) versionsOf(c *snapshot.Cluster) kubeVersions {
+	if v, ok := t.cache[c]; ok {
+		return v
+	}
+	v := t.read(c)
+	t.cache[c] = v
+	return v
+}
+
+func (t *targets) read(c *snapshot.Cluster) kubeVersions {
 	var v kubeVersions
 	for _, n := range c.Nodes {
 		kv := n.Status.NodeInfo.KubeletVersion
@@ -48,8 +82,8 @@ func versionsOf(ctx *Context, c *snapshot.Cluster) kubeVersions {
 		}
 		return true
 	}
-	if ctx.TargetVersion != "" {
-		set(ctx.TargetVersion, "--target-version")
+	if t.ctx.TargetVersion != "" {
+		set(t.ctx.TargetVersion, "--target-version")
 		return v
 	}
 	for _, p := range c.Plans {
@@ -62,60 +96,63 @@ func versionsOf(ctx *Context, c *snapshot.Cluster) kubeVersions {
 			set(p.Status.LatestVersion, "Plan "+p.Ref()+" status.latestVersion (channel "+p.Spec.Channel+")")
 		}
 	}
-	if version, from := rancherTarget(ctx.Snap, c); version != "" {
-		set(version, from)
+	if v.Target != "" {
+		return v
+	}
+	names := append([]string{c.Name}, t.fleet[c.FleetCluster]...)
+	for _, n := range names {
+		if r, ok := t.rancher[n]; ok {
+			set(r.version, r.from)
+			break
+		}
 	}
 	return v
 }
 
-// rancherTarget is the Kubernetes version Rancher is told to install on cluster c, read from
-// the management cluster's provisioning.cattle.io/v1 and management.cattle.io/v3 Clusters
-// (kept unstructured: the snapshot's index key has no API group, so both collide with Fleet's
-// Cluster by name; they are told apart by apiVersion). A downstream cluster is matched by its
-// name, its Fleet Cluster's name, or the Rancher cluster ID and display name its Fleet Cluster
-// is labelled with.
-func rancherTarget(s *snapshot.Snapshot, c *snapshot.Cluster) (version, from string) {
-	names := map[string]bool{c.Name: true}
-	for _, m := range s.Management() {
-		for _, fc := range m.FleetClusters {
-			if fc.Namespace+"/"+fc.Name != c.FleetCluster || c.FleetCluster == "" {
-				continue
-			}
-			names[fc.Name] = true
-			for _, l := range []string{"management.cattle.io/cluster-name", "management.cattle.io/cluster-display-name"} {
-				if x := fc.Labels[l]; x != "" {
-					names[x] = true
+// rancherVersions reads the Kubernetes version Rancher is told to install on each downstream
+// cluster, from the management cluster's provisioning.cattle.io/v1 Clusters (spec.kubernetesVersion,
+// clusters Rancher provisions) and management.cattle.io/v3 Clusters (spec.rke2Config or
+// spec.k3sConfig kubernetesVersion, imported RKE2/K3s clusters). They are kept unstructured: the
+// snapshot's index key has no API group, so both collide with Fleet's Cluster by name, and are
+// told apart by apiVersion. Each is keyed by every name its downstream cluster may go by: the
+// provisioning Cluster's name and status.clusterName (the management ID, c-m-…), the management
+// Cluster's name (that ID) and spec.displayName. A provisioning Cluster wins over a management
+// one.
+func rancherVersions(s *snapshot.Snapshot) map[string]rancherVersion {
+	out := map[string]rancherVersion{}
+	add := func(v rancherVersion, names ...string) {
+		for _, n := range names {
+			if n != "" {
+				if _, ok := out[n]; !ok {
+					out[n] = v
 				}
 			}
 		}
 	}
 	for _, m := range s.Management() {
-		if m == c {
-			continue
-		}
 		for _, u := range m.Other {
-			if u.Kind != "Cluster" {
-				continue
-			}
-			switch u.APIVersion {
-			case "provisioning.cattle.io/v1":
-				if names[u.Name] || names[str(u.Object, "status", "clusterName")] {
-					if kv := str(u.Object, "spec", "kubernetesVersion"); kv != "" {
-						return kv, fmt.Sprintf("provisioning.cattle.io/v1 Cluster %s/%s spec.kubernetesVersion", u.Namespace, u.Name)
-					}
+			if u.Kind == "Cluster" && u.APIVersion == "provisioning.cattle.io/v1" {
+				if kv := str(u.Object, "spec", "kubernetesVersion"); kv != "" {
+					add(rancherVersion{kv, fmt.Sprintf("provisioning.cattle.io/v1 Cluster %s/%s spec.kubernetesVersion", u.Namespace, u.Name)},
+						u.Name, str(u.Object, "status", "clusterName"))
 				}
-			case "management.cattle.io/v3":
-				if names[u.Name] || names[str(u.Object, "spec", "displayName")] {
-					for _, cfg := range []string{"rke2Config", "k3sConfig"} {
-						if kv := str(u.Object, "spec", cfg, "kubernetesVersion"); kv != "" {
-							return kv, fmt.Sprintf("management.cattle.io/v3 Cluster %s spec.%s.kubernetesVersion", u.Name, cfg)
-						}
+			}
+		}
+	}
+	for _, m := range s.Management() {
+		for _, u := range m.Other {
+			if u.Kind == "Cluster" && u.APIVersion == "management.cattle.io/v3" {
+				for _, cfg := range []string{"rke2Config", "k3sConfig"} {
+					if kv := str(u.Object, "spec", cfg, "kubernetesVersion"); kv != "" {
+						add(rancherVersion{kv, fmt.Sprintf("management.cattle.io/v3 Cluster %s spec.%s.kubernetesVersion", u.Name, cfg)},
+							u.Name, str(u.Object, "spec", "displayName"))
+						break
 					}
 				}
 			}
 		}
 	}
-	return "", ""
+	return out
 }
 
 // str reads a nested string of an unstructured object; "" when absent or not a string.
