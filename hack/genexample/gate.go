@@ -229,7 +229,9 @@ func (w *world) gate(c *fcl, o *out) {
 	// The platform-apf release, as the agent's Helm deployer wrote it: revision 1 at import,
 	// revision 2 when the bundle's chart changed; both still v1beta3.
 	b := gateBundleSpec(c)
-	manifest := "---\n# Source: " + gateBundle + "/templates/" + gatePath + "\n" + flowManifestYAML("flowcontrol.apiserver.k8s.io/v1beta3")
+	// Helm writes a "# Source:" line before each document of the rendered manifest.
+	src := "---\n# Source: " + gateBundle + "/templates/" + gatePath + "\n"
+	manifest := src + strings.ReplaceAll(flowManifestYAML("flowcontrol.apiserver.k8s.io/v1beta3"), "---\n", src)
 	for _, r := range []struct {
 		rev             int
 		status          release.Status
