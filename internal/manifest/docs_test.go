@@ -114,3 +114,23 @@ func TestResourceAndContentDocs(t *testing.T) {
 		t.Error("want an error for a Content that is not gzip")
 	}
 }
+
+// Any manifest, however malformed, reads without a panic, within MaxDocs, and its skeleton
+// reads back as the same documents' kinds.
+func FuzzDocs(f *testing.F) {
+	f.Add(helmManifest)
+	f.Add("---\n---\napiVersion: v1\nkind: List\nitems: [\n")
+	f.Add("{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\",\"spec\":{\"versions\":7}}")
+	f.Add("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: &a [*a, *a]\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		docs := Docs(text, "f.yaml")
+		if len(docs) > MaxDocs {
+			t.Fatalf("%d documents", len(docs))
+		}
+		for _, d := range docs {
+			if d.APIVersion == "" || d.Kind == "" {
+				t.Fatalf("a document without apiVersion or kind: %+v", d)
+			}
+		}
+	})
+}
