@@ -86,6 +86,13 @@ func TestRemovedInTargetHelmContract(t *testing.T) {
 	if len(fsOut) != 1 || fsOut[0].ID != "api/removed" || fsOut[0].Vars["kubernetes-version"] != "v1.32" {
 		t.Errorf("on v1.32: %+v", fsOut)
 	}
+	// No Node read, but the API server said v1.32 (live, or recorded by collect): stuck now.
+	c.Nodes, c.ServerVersion = nil, "v1.32.4+rke2r1"
+	fsOut, _ = apiRemoved.Run(gateContext(t, &snapshot.Snapshot{Clusters: []*snapshot.Cluster{c}}, ""))
+	if len(fsOut) != 1 || fsOut[0].ID != "api/removed" || !strings.Contains(fsOut[0].Summary, "(v1.32.4+rke2r1)") {
+		t.Errorf("API server on v1.32: %+v", fsOut)
+	}
+	c.ServerVersion = ""
 	// On v1.31 with no upgrade in sight: nothing.
 	c.Nodes = []*corev1.Node{node("a", "v1.31.12+rke2r1")}
 	if fsOut, _ = apiRemoved.Run(gateContext(t, &snapshot.Snapshot{Clusters: []*snapshot.Cluster{c}}, "")); len(fsOut) != 0 {

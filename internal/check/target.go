@@ -48,8 +48,10 @@ func newTargets(ctx *Context) *targets {
 	return t
 }
 
-// versionsOf reads what a cluster runs (the lowest Node kubeletVersion: a cluster serves what
-// its oldest API server serves, and kubelets are never newer than the API server) and the
+// versionsOf reads what a cluster runs (the lower of the API server's version, when the source
+// read or recorded it, and the lowest Node kubeletVersion: a cluster serves what its oldest API
+// server serves, and kubelets are never newer than the API server; during a rolling upgrade an
+// older API server can still be behind the one that answered) and the
 // version its next upgrade installs, in this order: preflight --target-version for every
 // cluster; the cluster's Kubernetes upgrade Plans (system-upgrade-controller: spec.version,
 // else the channel-resolved status.latestVersion, of Plans whose upgrade image is rke2-upgrade
@@ -66,6 +68,9 @@ func (t *targets) versionsOf(c *snapshot.Cluster) kubeVersions {
 
 func (t *targets) read(c *snapshot.Cluster) kubeVersions {
 	var v kubeVersions
+	if _, minor, ok := removedapi.ParseVersion(c.ServerVersion); ok {
+		v.Current, v.CurrentMinor, v.CurrentFrom = c.ServerVersion, minor, "the API server's version"
+	}
 	for _, n := range c.Nodes {
 		kv := n.Status.NodeInfo.KubeletVersion
 		if _, minor, ok := removedapi.ParseVersion(kv); ok && (v.Current == "" || minor < v.CurrentMinor) {

@@ -34,6 +34,9 @@ type ClusterInfo struct {
 	// Context is the kubeconfig context the cluster was (or, for a bundle, was collected)
 	// read through; printed commands carry it as --context. Empty: not known.
 	Context string
+	// ServerVersion is the API server's version (gitVersion), when the source asked it (live)
+	// or recorded it (a collected bundle). Empty: not known.
+	ServerVersion string
 }
 
 // Builder collects objects from a source and produces a Snapshot. Add* may be called from
@@ -591,6 +594,7 @@ func (b *Builder) Build() *Snapshot {
 		c := b.clusters[n]
 		info := b.infos[n]
 		c.Role, c.Server, c.FleetCluster = info.Role, info.Server, info.FleetCluster
+		c.ServerVersion = info.ServerVersion
 		c.Context, c.ContextSource = info.Context, ContextRecorded
 		if c.Context == "" {
 			// A bundle that does not say how it was collected: the cluster's name is the

@@ -62,6 +62,9 @@ type Cluster struct {
 	// ContextSource says where that name comes from.
 	Context       string
 	ContextSource ContextSource
+	// ServerVersion is the API server's version (gitVersion) when the source read or recorded
+	// it; empty otherwise (the Nodes' kubeletVersions then say what the cluster runs).
+	ServerVersion string
 
 	Namespaces           []*corev1.Namespace
 	Nodes                []*corev1.Node

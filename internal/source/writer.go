@@ -62,6 +62,9 @@ func (w *BundleWriter) DeclareCluster(ci snapshot.ClusterInfo) {
 	defer w.mu.Unlock()
 	c := w.cluster(ci.Name)
 	c.Server, c.Context, c.FleetCluster = ci.Server, ci.Context, ci.FleetCluster
+	if ci.ServerVersion != "" {
+		c.KubernetesVersion = ci.ServerVersion
+	}
 	if c.Context == "" {
 		c.Context = ci.Name
 	}
