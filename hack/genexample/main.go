@@ -1,6 +1,7 @@
 // Command genexample writes the example offline bundle examples/fleet-upgrade-stuck:
-// a Rancher local (Fleet management) cluster plus five downstream clusters caught
-// in the middle of a Fleet v0.15.3 -> v0.16.0 agent upgrade, three of them stuck.
+// a Rancher local (Fleet management) cluster plus six downstream clusters caught
+// in the middle of a Fleet v0.15.3 -> v0.16.0 agent upgrade, three of them stuck, and
+// one (prod-ap-1, gate.go) about to move to a Kubernetes version that would break it.
 //
 //	go run ./hack/genexample -out examples/fleet-upgrade-stuck
 //
