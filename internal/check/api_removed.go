@@ -8,6 +8,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/removedapi"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -69,7 +70,13 @@ var apiRemoved = Check{
 						f.Keys = releaseKeys(ctx.Snap, c, newest)
 						f.Since = timePtr(r.Since())
 						f.Signature = "api-removed|" + genericBundle(r.Name) + "|" + kind + "|" + gv
-						f.Vars = map[string]string{"namespace": r.Namespace, "release": r.Name, "group-version": gv, "revision": strconv.Itoa(newest.Revision)}
+						f.Vars = map[string]string{"namespace": r.Namespace, "release": r.Name, "group-version": gv, "revision": strconv.Itoa(newest.Revision), "kind": kind}
+						// What the table knows of the API Helm's message names (the manifest's
+						// own documents, when read, fill the rest).
+						if rm, ok := removedapi.Lookup(gv, kind); ok {
+							f.Vars["replacement"], f.Vars["review"] = rm.ReplacementAPIVersion(), rm.Review
+							f.Vars["kubernetes-version"] = "v" + rm.RemovedIn
+						}
 						return f
 					}, ev(sourceOf(c, ref("v1", "Secret", r.Namespace, r.SecretName)), "revision %s %s: %s", strconv.Itoa(r.Revision), r.Status, firstLine(msg)))
 				}
