@@ -20,6 +20,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
@@ -33,6 +34,9 @@ type ClusterInfo struct {
 	// Context is the kubeconfig context the cluster was (or, for a bundle, was collected)
 	// read through; printed commands carry it as --context. Empty: not known.
 	Context string
+	// ServerVersion is the API server's version (gitVersion), when the source asked it (live)
+	// or recorded it (a collected bundle). Empty: not known.
+	ServerVersion string
 }
 
 // Builder collects objects from a source and produces a Snapshot. Add* may be called from
@@ -235,7 +239,16 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 	case "fleet.cattle.io/ClusterRegistration":
 		target = &fleetv1.ClusterRegistration{}
 	case "fleet.cattle.io/Content":
-		return &fleetContent{name: h.Metadata.Name}, nil
+		var v struct {
+			Content []byte `json:"content"`
+		}
+		fc := &fleetContent{name: h.Metadata.Name}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			fc.docErr = fmt.Errorf("content: %w", err)
+			return fc, nil
+		}
+		fc.docs, fc.docErr = manifest.ContentDocs(v.Content)
+		return fc, nil
 	case "upgrade.cattle.io/Plan":
 		return suc.Decode(raw)
 	case "rke.cattle.io/ETCDSnapshot", "k3s.cattle.io/ETCDSnapshotFile":
@@ -270,6 +283,10 @@ type Object struct {
 	key  string
 	obj  any
 	helm *helmrelease.Release // the release record of a Helm release Secret
+	// docs are a Fleet Bundle's documents (its resources are dropped); docErr says why some
+	// could not be read.
+	docs   []manifest.Doc
+	docErr error
 }
 
 // Prepare decodes one object (never a List) and trims it: managedFields, ConfigMap values
@@ -310,13 +327,23 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 		}
 		obj = v
 	case *fleetv1.Bundle:
-		t.Spec.Resources = nil // payload: not needed, can be large
+		rs := make([]manifest.Resource, 0, len(t.Spec.Resources))
+		for _, r := range t.Spec.Resources {
+			rs = append(rs, manifest.Resource{Name: r.Name, Content: r.Content, Encoding: r.Encoding})
+		}
+		o.docs, o.docErr = manifest.ResourceDocs(rs)
+		t.Spec.Resources = nil // payload: only its documents' identities are kept
 	}
 	o.obj = obj
 	return o
 }
 
-type fleetContent struct{ name string }
+// fleetContent is what is kept of a Fleet Content: its name and its documents' identities.
+type fleetContent struct {
+	name   string
+	docs   []manifest.Doc
+	docErr error
+}
 
 // decodeSecret reads a Secret whose data values may not be valid base64 (a hand-edited or
 // truncated dump): such a value is kept as written, so a Helm release payload that cannot be
@@ -417,6 +444,16 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.FleetClusters = append(c.FleetClusters, t)
 	case *fleetv1.Bundle:
 		c.Bundles = append(c.Bundles, t)
+		if len(o.docs) > 0 {
+			if c.BundleDocs == nil {
+				c.BundleDocs = map[string][]manifest.Doc{}
+			}
+			c.BundleDocs[t.Namespace+"/"+t.Name] = o.docs
+		}
+		if o.docErr != nil {
+			file, line := splitSource(src)
+			b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line, Message: fmt.Sprintf("Fleet Bundle %s/%s: %v", t.Namespace, t.Name, o.docErr)})
+		}
 	case *BundleDeployment:
 		c.BundleDeployments = append(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
@@ -424,6 +461,16 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 	case *fleetContent:
 		c.Contents = append(c.Contents, t.name)
 		c.contentIx[t.name] = true
+		if len(t.docs) > 0 {
+			if c.ContentDocs == nil {
+				c.ContentDocs = map[string][]manifest.Doc{}
+			}
+			c.ContentDocs[t.name] = t.docs
+		}
+		if t.docErr != nil {
+			file, line := splitSource(src)
+			b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line, Message: fmt.Sprintf("Fleet Content %s: %v", t.name, t.docErr)})
+		}
 	case *suc.Plan:
 		c.Plans = append(c.Plans, t)
 	case *EtcdSnapshot:
@@ -475,12 +522,14 @@ func (c *Cluster) remove(old *Object) {
 		c.FleetClusters = without(c.FleetClusters, t)
 	case *fleetv1.Bundle:
 		c.Bundles = without(c.Bundles, t)
+		delete(c.BundleDocs, t.Namespace+"/"+t.Name)
 	case *BundleDeployment:
 		c.BundleDeployments = without(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
 		c.ClusterRegistrations = without(c.ClusterRegistrations, t)
 	case *fleetContent:
 		c.Contents = without(c.Contents, t.name)
+		delete(c.ContentDocs, t.name)
 	case *suc.Plan:
 		c.Plans = without(c.Plans, t)
 	case *EtcdSnapshot:
@@ -545,6 +594,7 @@ func (b *Builder) Build() *Snapshot {
 		c := b.clusters[n]
 		info := b.infos[n]
 		c.Role, c.Server, c.FleetCluster = info.Role, info.Server, info.FleetCluster
+		c.ServerVersion = info.ServerVersion
 		c.Context, c.ContextSource = info.Context, ContextRecorded
 		if c.Context == "" {
 			// A bundle that does not say how it was collected: the cluster's name is the

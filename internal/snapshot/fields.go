@@ -145,6 +145,11 @@ var fields = map[string][][]redact.Rule{
 			"spec.cordon", "spec.drain", "spec.imagePullSecrets", "spec.postCompleteDelay"),
 		redact.KeepText("status"),
 	},
+	// Rancher's clusters: the Kubernetes version Rancher installs next (the upgrade gate's target,
+	// check/target.go) and what matches them to a downstream cluster.
+	"provisioning.cattle.io/Cluster": {redact.Keep("spec.kubernetesVersion", "status.clusterName")},
+	"management.cattle.io/Cluster": {redact.Keep("spec.displayName", "spec.rke2Config.kubernetesVersion",
+		"spec.k3sConfig.kubernetesVersion")},
 	"rke.cattle.io/ETCDSnapshot": {
 		redact.Keep("spec.clusterName", "snapshotFile.name", "snapshotFile.nodeName", "snapshotFile.createdAt",
 			"snapshotFile.status", "snapshotFile.size"),

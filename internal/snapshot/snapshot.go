@@ -14,6 +14,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
 
@@ -61,6 +62,9 @@ type Cluster struct {
 	// ContextSource says where that name comes from.
 	Context       string
 	ContextSource ContextSource
+	// ServerVersion is the API server's version (gitVersion) when the source read or recorded
+	// it; empty otherwise (the Nodes' kubeletVersions then say what the cluster runs).
+	ServerVersion string
 
 	Namespaces           []*corev1.Namespace
 	Nodes                []*corev1.Node
@@ -83,6 +87,11 @@ type Cluster struct {
 	Plans                []*suc.Plan     // system-upgrade-controller Plans (upgrade.cattle.io)
 	EtcdSnapshots        []*EtcdSnapshot // rke.cattle.io ETCDSnapshots and k3s.cattle.io ETCDSnapshotFiles
 	Other                []*Unstructured
+	// BundleDocs are the documents of each Fleet Bundle's resources, by identity only (see
+	// package manifest), keyed namespace/name; ContentDocs the same for each Content, by name.
+	// The resources themselves are not kept.
+	BundleDocs  map[string][]manifest.Doc
+	ContentDocs map[string][]manifest.Doc
 
 	// CRDsCollected is true when the source listed CRDs for this cluster, so an absent
 	// CRD means a missing CRD rather than an unread one.

@@ -40,6 +40,8 @@ type BundleInfoCluster struct {
 	FleetCluster string        `json:"fleetCluster,omitempty"`
 	// CRDsCollected says the cluster's CRDs were listed, so an absent one is missing.
 	CRDsCollected bool `json:"crdsCollected,omitempty"`
+	// KubernetesVersion is the API server's version when the bundle was collected.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
 
 // ParseBundleInfo reads and validates a metadata document.

@@ -256,6 +256,11 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	if err := r.discover(ctx, kube.Discovery); err != nil {
 		return fmt.Errorf("context %s: cannot reach the API server %s: %w", t.Name, t.Server, err)
 	}
+	// What the API server runs: what it serves (the upgrade gate's current version). Not
+	// knowing it is no error: the Nodes' kubeletVersions say it too.
+	if v, err := kube.Discovery.ServerVersion(); err == nil && v.GitVersion != "" {
+		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: t.Name, ServerVersion: v.GitVersion})
+	}
 	if err := r.namespaces(ctx); err != nil {
 		return fmt.Errorf("context %s: listing namespaces: %w", t.Name, err)
 	}

@@ -418,6 +418,9 @@ func (l *loader) declare(subs []clusterMeta) {
 		if have.Context == "" {
 			have.Context = c.Context
 		}
+		if have.KubernetesVersion == "" {
+			have.KubernetesVersion = c.KubernetesVersion
+		}
 		have.CRDsCollected = have.CRDsCollected || c.CRDsCollected
 	}
 	if l.info != nil {
@@ -459,7 +462,7 @@ func (l *loader) declare(subs []clusterMeta) {
 	}
 	for _, name := range order {
 		c := infos[name]
-		l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster, Context: c.Context})
+		l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster, Context: c.Context, ServerVersion: c.KubernetesVersion})
 		if c.CRDsCollected {
 			l.b.MarkCRDsCollected(c.Name)
 		}
