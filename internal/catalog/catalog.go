@@ -26,7 +26,7 @@ type Threshold struct {
 
 // Rung is one step of an entry's fix ladder.
 type Rung struct {
-	Rung     string   `json:"rung"` // observe | resync | restart | repair | realign
+	Rung     string   `json:"rung"` // observe | resync | restart | repair | rewrite | migrate | trim | realign
 	Action   string   `json:"action"`
 	Risk     string   `json:"risk"` // none | low | medium | high
 	Commands []string `json:"commands,omitempty"`
@@ -138,7 +138,7 @@ func Parse(b []byte, name string) (*Catalog, error) {
 	return c, nil
 }
 
-var rungs = map[string]bool{"observe": true, "resync": true, "restart": true, "repair": true, "realign": true}
+var rungs = map[string]bool{"observe": true, "resync": true, "restart": true, "repair": true, "realign": true, "rewrite": true, "migrate": true, "trim": true}
 
 func validate(e *Entry) error {
 	switch {
