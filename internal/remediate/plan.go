@@ -234,6 +234,8 @@ type StorageMigration struct {
 	StorageVersion string `json:"storageVersion"`
 	// StoredVersions are status.storedVersions as planned; the trim leaves only StorageVersion.
 	StoredVersions []string `json:"storedVersions"`
+	// MigrateStep is, for a trim, the migration step that must have verified first.
+	MigrateStep string `json:"migrateStep,omitempty"`
 }
 
 // HelmChange is the release a Helm step works on.

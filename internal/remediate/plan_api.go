@@ -196,6 +196,7 @@ func (pl *planner) crdStorage(inc finding.Incident) []Attempt {
 	}
 	if r, risk, ok := rung(root, RungTrim, sigTrim); ok {
 		tm := *sm
+		tm.MigrateStep = migrateID
 		s := Step{
 			ID:      stepID(TrimStoredVersions, c.Name, crd.Name, storage),
 			Action:  TrimStoredVersions,

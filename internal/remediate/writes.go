@@ -33,6 +33,7 @@ var actionKinds = map[Action][]GroupKind{
 	// A migration rewrites objects of the CRD's own kind, unchanged; the trim writes only
 	// the CRD's status subresource.
 	TrimStoredVersions: {{"apiextensions.k8s.io", "CustomResourceDefinition"}},
+	MigrateStorage:     {{"storagemigration.k8s.io", "StorageVersionMigration"}},
 }
 
 // ActionKinds lists the kinds a step of action a writes.
@@ -53,7 +54,7 @@ func Writes(gk GroupKind) bool {
 // WrittenKinds lists every kind Writes accepts, each once.
 func WrittenKinds() []GroupKind {
 	var out []GroupKind
-	for _, a := range []Action{RedeployAgent, ForceSync, RolloutRestart, DeleteBundleDeployment, HelmRollback, HelmMarkFailed, PatchPlanImage, DeleteJob, RemoveNodeLabel, Uncordon, HelmRewriteAPIs, TrimStoredVersions} {
+	for _, a := range []Action{RedeployAgent, ForceSync, RolloutRestart, DeleteBundleDeployment, HelmRollback, HelmMarkFailed, PatchPlanImage, DeleteJob, RemoveNodeLabel, Uncordon, HelmRewriteAPIs, MigrateStorage, TrimStoredVersions} {
 		for _, k := range actionKinds[a] {
 			if !slices.Contains(out, k) {
 				out = append(out, k)

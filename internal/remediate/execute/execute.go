@@ -505,7 +505,8 @@ func (e *Executor) incident(ctx context.Context, plan *remediate.Plan, inc remed
 				}
 			}
 		}
-		if a.Mutating() && all {
+		// A migration only prepares the trim: verified, it does not end the ladder.
+		if a.Mutating() && all && !a.Prepares {
 			fixed = true
 		}
 	}
@@ -743,7 +744,7 @@ func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) (
 			return nil, nil, fmt.Errorf("reading %s for its backup: %w", o.Ref(), err)
 		}
 		if i < len(st.Touches) {
-			if err := checkPlanned(st.ID, o, u); err != nil {
+			if err := checkPlanned(st.Action, st.ID, o, u); err != nil {
 				return nil, nil, err
 			}
 			if i == 0 && u != nil {
