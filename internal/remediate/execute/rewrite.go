@@ -207,11 +207,14 @@ func (e *Executor) helmRewrite(ctx context.Context, cl *cluster, st remediate.St
 				}
 			}
 		}
-		var all []docChange
+		var parts []string
 		for _, p := range todo {
-			all = append(all, p.changes...)
+			parts = append(parts, fmt.Sprintf("revision %d: %s", p.rel.Version, describeDocs(p.changes)))
 		}
-		e.say("  [%d] rewrite against Kubernetes %s: %s", e.numbers[st.ID], version, describeDocs(all))
+		if len(parts) == 0 {
+			parts = append(parts, describeDocs(nil))
+		}
+		e.say("  [%d] dry-run of the rewrite against Kubernetes %s passed: %s", e.numbers[st.ID], version, strings.Join(parts, "; "))
 	}
 	for _, p := range todo {
 		if err := store.Update(p.rel); err != nil {
