@@ -257,8 +257,11 @@ spec:
 // again: the other writer's change survives. Every object's resourceVersion moved (the server
 // skips a write whose encoding is unchanged, as a control shows, so each was re-encoded in
 // v2), the contents are intact, and restore puts storedVersions back to [v1 v2].
-func TestFixMigratesCRDStorageAndTrimsStoredVersions(t *testing.T) {
-	f := liveFleet(t)
+// widgets sets up the CRD scenario on a fresh server: n Widgets stored as v1, then v2 the
+// storage version and v1 no longer served. It returns the v2 client, a reader of
+// status.storedVersions and each object's resourceVersion before any fix.
+func widgets(t *testing.T, f *fleetOf, n int) (dynamic.ResourceInterface, func() []string, map[string]string) {
+	t.Helper()
 	cfg := f.envs["local"].Config
 	ctx := context.Background()
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -279,7 +282,6 @@ func TestFixMigratesCRDStorageAndTrimsStoredVersions(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "widgets"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	const n = 520
 	v1 := dyn.Resource(schema.GroupVersionResource{Group: "example.unstick.dev", Version: "v1", Resource: "widgets"}).Namespace("widgets")
 	for i := 0; i < n; i++ {
 		w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.unstick.dev/v1", "kind": "Widget",
@@ -313,14 +315,27 @@ func TestFixMigratesCRDStorageAndTrimsStoredVersions(t *testing.T) {
 	if s := stored(); !reflect.DeepEqual(s, []string{"v1", "v2"}) {
 		t.Fatalf("storedVersions %v before the fix, want [v1 v2]", s)
 	}
-	rvBefore := map[string]string{}
-	list, err := v2.List(ctx, metav1.ListOptions{})
+	return v2, stored, resourceVersions(t, v2)
+}
+
+func resourceVersions(t *testing.T, r dynamic.ResourceInterface) map[string]string {
+	t.Helper()
+	list, err := r.List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := map[string]string{}
 	for _, it := range list.Items {
-		rvBefore[it.GetName()] = it.GetResourceVersion()
+		out[it.GetName()] = it.GetResourceVersion()
 	}
+	return out
+}
+
+func TestFixMigratesCRDStorageAndTrimsStoredVersions(t *testing.T) {
+	f := liveFleet(t)
+	ctx := context.Background()
+	const n = 520
+	v2, stored, rvBefore := widgets(t, f, n)
 
 	plan := planOf(t, f, "--only", "crd/")
 	var rungs []string
@@ -361,7 +376,7 @@ func TestFixMigratesCRDStorageAndTrimsStoredVersions(t *testing.T) {
 	if s := stored(); !reflect.DeepEqual(s, []string{"v2"}) {
 		t.Errorf("storedVersions %v after the fix, want [v2]", s)
 	}
-	list, err = v2.List(ctx, metav1.ListOptions{})
+	list, err := v2.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,5 +450,63 @@ func waitServed(t *testing.T, dyn dynamic.Interface, version string) {
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A migration killed after its first page (the process dies right after the page's journal
+// line: the executor's AfterPhase hook, the only stand-in) is resumed by the next run with the
+// same --backup-dir from the journaled continue token: the second page is written back, the
+// first is not written again, and the trim follows.
+func TestFixResumesKilledStorageMigration(t *testing.T) {
+	f := liveFleet(t)
+	ctx := context.Background()
+	const n = 520
+	v2, stored, rvBefore := widgets(t, f, n)
+	dir := filepath.Join(t.TempDir(), "backup")
+	kill := &execute.Hooks{AfterPhase: func(ctx context.Context, st remediate.Step, phase string) error {
+		if phase == execute.PhaseProgress {
+			return execute.ErrKilled
+		}
+		return nil
+	}}
+	args := f.args("--only", "crd/", "--apply", "--yes", "--max-risk", "high", "--backup-dir", dir, "--verify-timeout", "30s")
+	out, errOut, code := runCtx(execute.WithHooks(ctx, kill), t, "", append([]string{"fix"}, args...)...)
+	t.Logf("killed run (exit %d):\n%s%s", code, out, errOut)
+	if code == 0 {
+		t.Fatalf("the killed run exited 0")
+	}
+	afterKill := resourceVersions(t, v2)
+	moved := 0
+	for k, rv := range afterKill {
+		if rv != rvBefore[k] {
+			moved++
+		}
+	}
+	if moved != 500 {
+		t.Fatalf("%d objects written back before the kill, want the first page of 500", moved)
+	}
+	if s := stored(); !reflect.DeepEqual(s, []string{"v1", "v2"}) {
+		t.Fatalf("storedVersions %v after the kill, want [v1 v2] (no trim before the migration finished)", s)
+	}
+	start := time.Now()
+	out, errOut, code = runCtx(ctx, t, "", append([]string{"fix"}, args...)...)
+	t.Logf("rerun (%s, exit %d):\n%s%s", time.Since(start).Round(time.Millisecond), code, out, errOut)
+	if code != 0 {
+		t.Fatalf("rerun exit %d", code)
+	}
+	if !strings.Contains(out, "resuming the migration after 500 objects (page 1)") {
+		t.Errorf("the rerun does not say it resumed from the journal")
+	}
+	final := resourceVersions(t, v2)
+	for k, rv := range final {
+		if afterKill[k] != rvBefore[k] && rv != afterKill[k] {
+			t.Errorf("%s was written back again by the rerun", k)
+		}
+		if afterKill[k] == rvBefore[k] && rv == afterKill[k] {
+			t.Errorf("%s was never written back", k)
+		}
+	}
+	if s := stored(); !reflect.DeepEqual(s, []string{"v2"}) {
+		t.Errorf("storedVersions %v after the rerun, want [v2]", s)
 	}
 }

@@ -131,10 +131,16 @@ func (e *Executor) migrate(ctx context.Context, cl *cluster, st remediate.Step, 
 		}
 		return nil, nil
 	}
-	if done, writes, err := e.migrateWithSVM(ctx, cl, st); err != nil || done {
-		return writes, err
+	// A run resuming an interrupted migration goes on where that one stopped.
+	var writes []Write
+	if s := e.states[st.ID]; s == nil || s.pages == 0 {
+		done, w, err := e.migrateWithSVM(ctx, cl, st)
+		if err != nil || done {
+			return w, err
+		}
+		writes = w
 	}
-	return nil, e.migrateObjects(ctx, cl, st, t)
+	return writes, e.migrateObjects(ctx, cl, st, t)
 }
 
 // svmResource is the StorageVersionMigration API the cluster serves, if any.
@@ -293,7 +299,9 @@ func (e *Executor) migrateObjects(ctx context.Context, cl *cluster, st remediate
 			break
 		}
 	}
-	e.say("  [%d] migrated: %d %s objects written back in %s (%d conflicts with other writers, each read again and written again)", n, done, st.Storage.Kind, st.Storage.StorageVersion, conflicts)
+	e.note = fmt.Sprintf("%d %s objects written back in %s, %d conflicts with other writers read again and written again; each page backed up under %s/ before its writes",
+		done, st.Storage.Kind, st.Storage.StorageVersion, conflicts, migrationDir)
+	e.say("  [%d] migrated: %s", n, e.note)
 	return nil
 }
 
