@@ -72,3 +72,12 @@ func TestRewriteManifestRefusesWhatHasNoReplacement(t *testing.T) {
 		t.Errorf("refusals %v, changes %v", refusals, changes)
 	}
 }
+
+// A replacement that changes the schema (extensions/v1beta1 Ingress) refuses the rewrite.
+func TestRewriteManifestRefusesWhatNeedsReview(t *testing.T) {
+	m := "---\napiVersion: extensions/v1beta1\nkind: Ingress\nmetadata:\n  name: web\nspec: {}\n"
+	_, changes, refusals, err := rewriteManifest(m, 22)
+	if err != nil || len(changes) != 0 || len(refusals) != 1 || !strings.Contains(refusals[0], "manual review") {
+		t.Errorf("err %v, changes %v, refusals %v", err, changes, refusals)
+	}
+}
