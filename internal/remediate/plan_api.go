@@ -238,9 +238,17 @@ func bundleHint(snap *snapshot.Snapshot, f finding.Finding) string {
 			what += " (" + kind + ")"
 		}
 	}
-	to := "its served replacement"
+	change := "change " + what + " to its served replacement (or remove the object where Kubernetes removed the kind with none, such as PodSecurityPolicy)"
 	if repl != "" {
-		to = repl
+		change = "change " + what + " to " + repl
+	}
+	if rm, ok := removedapi.Lookup(gv, kind); ok && kind != "" {
+		switch {
+		case rm.ReplacementAPIVersion() == "":
+			change = fmt.Sprintf("remove the %s objects (%s): Kubernetes %s removed the kind with no replacement", kind, gv, rm.RemovedIn)
+		case rm.Review != "":
+			change += " and adapt the object to its schema: " + rm.Review
+		}
 	}
 	repo, branch, path := v["repo"], "", v["path"]
 	bundle, ns := v["bundle"], v["fleet-namespace"]
@@ -279,7 +287,7 @@ func bundleHint(snap *snapshot.Snapshot, f finding.Finding) string {
 	if b == "" {
 		b = f.Object.Name
 	}
-	return fmt.Sprintf("guided — unstick never edits Git: in %s, change %s to %s in the manifests of bundle %s, commit, and let Fleet deploy it (then `unstick fix` again for any Helm release record still using the old version)", where, what, to, b)
+	return fmt.Sprintf("guided — unstick never edits Git: in %s, %s in the manifests of bundle %s, commit, and let Fleet deploy it (then `unstick fix` again for any Helm release record still using the old version)", where, change, b)
 }
 
 // hint records the manual hint of an incident the rule gives no step.

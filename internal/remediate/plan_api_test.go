@@ -173,3 +173,36 @@ func TestPlanCRDStorageMigrationThenTrim(t *testing.T) {
 		t.Errorf("the guard must refuse the CRD except for the trim")
 	}
 }
+
+// A Bundle finding as the target-aware detection writes it (kind, replacement, GitRepo and
+// path in its Vars): the hint names the repository, the path and the replacement.
+func TestPlanBundleHintNamesFileAndReplacement(t *testing.T) {
+	snap, ctx := load(t, scenario("api/real-helm7219-psp-removed-positive"))
+	incidents, _, _ := check.Evaluate(ctx, check.Filter{})
+	n := 0
+	for i := range incidents {
+		if incidents[i].RootCause.ID != "api/removed" {
+			continue
+		}
+		n++
+		r := &incidents[i].RootCause
+		r.Object.APIVersion, r.Object.Kind, r.Object.Namespace, r.Object.Name = "fleet.cattle.io/v1alpha1", "Bundle", "fleet-default", "monitoring-kube-state-metrics"
+		r.Vars = map[string]string{"bundle": "monitoring-kube-state-metrics", "fleet-namespace": "fleet-default", "repo": "monitoring", "path": "charts/ksm/templates/flowschema.yaml",
+			"group-version": "flowcontrol.apiserver.k8s.io/v1beta3", "kind": "FlowSchema", "replacement": "flowcontrol.apiserver.k8s.io/v1"}
+	}
+	if n != 1 {
+		t.Fatalf("%d api/removed root causes", n)
+	}
+	p := remediate.Build(remediate.Input{Snap: snap, Incidents: incidents, Options: remediate.Options{MaxRisk: remediate.High}})
+	for _, m := range p.Manual {
+		if m.Finding.FindingID == "api/removed" {
+			for _, want := range []string{"GitRepo monitoring", "path charts/ksm/templates/flowschema.yaml", "change apiVersion flowcontrol.apiserver.k8s.io/v1beta3 (FlowSchema) to flowcontrol.apiserver.k8s.io/v1", "never edits Git"} {
+				if !strings.Contains(m.Hint, want) {
+					t.Errorf("hint %q does not say %q", m.Hint, want)
+				}
+			}
+			return
+		}
+	}
+	t.Errorf("no manual entry: %+v", p.Manual)
+}
