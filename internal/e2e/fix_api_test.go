@@ -510,3 +510,68 @@ func TestFixResumesKilledStorageMigration(t *testing.T) {
 		t.Errorf("storedVersions %v after the rerun, want [v2]", s)
 	}
 }
+
+// legacyRelease stores the release of TestFixRewritesReleaseManifestWithRemovedAPIs on a
+// fresh server: revision 1 deployed, revision 2 failed on the removed FlowSchema version.
+func legacyRelease(t *testing.T) (*fleetOf, *kubernetes.Clientset) {
+	t.Helper()
+	f := liveFleet(t)
+	cs, err := kubernetes.NewForConfig(f.envs["local"].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legacy"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	store := helmStore(t, f, "local", "legacy")
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: "v2", Name: "legacy", Version: "1.0.0"}}
+	for v, st := range []release.Status{release.StatusDeployed, release.StatusFailed} {
+		desc := "Install complete"
+		if st == release.StatusFailed {
+			desc = `Upgrade "legacy" failed: unable to build kubernetes objects from current release manifest: resource mapping not found for name: "legacy" namespace: "" from "": no matches for kind "FlowSchema" in version "flowcontrol.apiserver.k8s.io/v1beta3" ensure CRDs are installed first`
+		}
+		r := &release.Release{Name: "legacy", Namespace: "legacy", Version: v + 1, Chart: ch, Manifest: removedAPIManifest,
+			Info: &release.Info{Status: st, Description: desc, FirstDeployed: helmtime.Now(), LastDeployed: helmtime.Now()}}
+		if err := store.Create(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f, cs
+}
+
+// Someone else writes a release Secret between the rewrite's dry-run and its write (injected
+// with the BeforeApply hook: a real client cannot be timed into that window): the update,
+// held to the resourceVersion read when planning, is refused by the server, nothing is
+// written, and fix says why and stops (exit 1).
+func TestFixRewriteConflictMakesNoWrite(t *testing.T) {
+	f, cs := legacyRelease(t)
+	cfg := f.envs["local"].Config
+	before := everything(t, cfg)
+	const v1 = "sh.helm.release.v1.legacy.v1"
+	hooks := &execute.Hooks{BeforeApply: func(ctx context.Context, st remediate.Step) error {
+		if st.Action != remediate.HelmRewriteAPIs {
+			return nil
+		}
+		s, err := cs.CoreV1().Secrets("legacy").Get(ctx, v1, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Labels["touched-by"] = "another-operator"
+		_, err = cs.CoreV1().Secrets("legacy").Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	}}
+	dir := filepath.Join(t.TempDir(), "backup")
+	out, errOut, code := runCtx(execute.WithHooks(context.Background(), hooks), t, "", append([]string{"fix"}, f.args("--only", "api/", "--apply", "--yes", "--max-risk", "medium", "--backup-dir", dir)...)...)
+	t.Logf("fix --apply:\n%s%s", out, errOut)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(out+errOut, "changed since the plan was made") {
+		t.Errorf("the output does not name the conflict")
+	}
+	// Every Secret is held to its planned resourceVersion before the first write, so revision
+	// 2, which would be written first, is not written either.
+	if got := changed(before, everything(t, cfg)); !sameSet(got, []string{"Secret/legacy/" + v1}) {
+		t.Errorf("changed objects %v: only the injected change may differ", got)
+	}
+}
