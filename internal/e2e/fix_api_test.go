@@ -575,3 +575,112 @@ func TestFixRewriteConflictMakesNoWrite(t *testing.T) {
 		t.Errorf("changed objects %v: only the injected change may differ", got)
 	}
 }
+
+// The process dies between the rewrite's two Secret updates (the AfterWrite hook, the only
+// stand-in): the next run with the same --backup-dir sees revision 2 rewritten and revision 1
+// not, rewrites only revision 1, and each Secret is written exactly once; restore still puts
+// both back as they were before the first run.
+func TestFixRewriteKilledBetweenWritesResumes(t *testing.T) {
+	f, _ := legacyRelease(t)
+	cfg := f.envs["local"].Config
+	before := everything(t, cfg)
+	kill := &execute.Hooks{AfterWrite: func(ctx context.Context, st remediate.Step, w execute.Write) error {
+		if st.Action == remediate.HelmRewriteAPIs {
+			return execute.ErrKilled
+		}
+		return nil
+	}}
+	dir := filepath.Join(t.TempDir(), "backup")
+	args := f.args("--only", "api/", "--apply", "--yes", "--max-risk", "medium", "--backup-dir", dir, "--verify-timeout", "20s")
+	out, errOut, code := runCtx(execute.WithHooks(context.Background(), kill), t, "", append([]string{"fix"}, args...)...)
+	t.Logf("killed run (exit %d):\n%s%s", code, out, errOut)
+	if code == 0 {
+		t.Fatal("the killed run exited 0")
+	}
+	mid := everything(t, cfg)
+	if got := changed(before, mid); !sameSet(got, []string{"Secret/legacy/sh.helm.release.v1.legacy.v2"}) {
+		t.Fatalf("after the kill %v changed, want revision 2 only", got)
+	}
+	out, errOut, code = runCtx(context.Background(), t, "", append([]string{"fix"}, args...)...)
+	t.Logf("rerun (exit %d):\n%s%s", code, out, errOut)
+	if code != 0 {
+		t.Fatalf("rerun exit %d", code)
+	}
+	if got := changed(mid, everything(t, cfg)); !sameSet(got, []string{"Secret/legacy/sh.helm.release.v1.legacy.v1"}) {
+		t.Errorf("the rerun changed %v, want revision 1 only", got)
+	}
+	writes := map[string]int{}
+	entries, _ := execute.ReadJournal(dir)
+	for _, e := range entries {
+		if e.Phase == execute.PhaseWrite {
+			for _, w := range e.Writes {
+				writes[w.Name]++
+			}
+		}
+	}
+	if writes["sh.helm.release.v1.legacy.v1"] != 1 || writes["sh.helm.release.v1.legacy.v2"] != 1 {
+		t.Errorf("writes per Secret %v, want one each", writes)
+	}
+	store := helmStore(t, f, "local", "legacy")
+	for _, v := range []int{1, 2} {
+		r, err := store.Get("legacy", v)
+		if err != nil || strings.Contains(r.Manifest, "v1beta") {
+			t.Errorf("revision %d not rewritten (%v)", v, err)
+		}
+	}
+	rOut, rErr, code := runCtx(context.Background(), t, "", "restore", dir, "--kubeconfig", f.kubeconfig)
+	if code != 0 {
+		t.Fatalf("restore exit %d\n%s%s", code, rOut, rErr)
+	}
+	restored := everything(t, cfg)
+	for _, k := range []string{"Secret/legacy/sh.helm.release.v1.legacy.v1", "Secret/legacy/sh.helm.release.v1.legacy.v2"} {
+		if !reflect.DeepEqual(before[k].Content, restored[k].Content) {
+			t.Errorf("%s not restored to its state before the first run", k)
+		}
+	}
+}
+
+// The CRD changes between the trim's dry-run and its write (BeforeApply hook): the trim is
+// held to the resourceVersion read when planning — checked again just before the write, and
+// carried by the status update itself, so the server would refuse what the check missed —
+// and makes no write; storedVersions stay as they were.
+func TestFixTrimConflictMakesNoWrite(t *testing.T) {
+	f := liveFleet(t)
+	_, stored, _ := widgets(t, f, 3)
+	dyn, err := dynamic.NewForConfig(f.envs["local"].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	hooks := &execute.Hooks{BeforeApply: func(ctx context.Context, st remediate.Step) error {
+		if st.Action != remediate.TrimStoredVersions {
+			return nil
+		}
+		c, err := crds.Get(ctx, "widgets.example.unstick.dev", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.SetLabels(map[string]string{"touched-by": "another-operator"})
+		_, err = crds.Update(ctx, c, metav1.UpdateOptions{})
+		return err
+	}}
+	dir := filepath.Join(t.TempDir(), "backup")
+	out, errOut, code := runCtx(execute.WithHooks(context.Background(), hooks), t, "", append([]string{"fix"}, f.args("--only", "crd/", "--apply", "--yes", "--max-risk", "high", "--backup-dir", dir, "--verify-timeout", "20s")...)...)
+	t.Logf("fix --apply (exit %d):\n%s%s", code, out, errOut)
+	if code != 1 || !strings.Contains(out+errOut, "changed since the plan was made") {
+		t.Errorf("exit %d; want 1 and the conflict named", code)
+	}
+	if s := stored(); !reflect.DeepEqual(s, []string{"v1", "v2"}) {
+		t.Errorf("storedVersions %v, want [v1 v2] (no write)", s)
+	}
+	var phases []string
+	entries, _ := execute.ReadJournal(dir)
+	for _, e := range entries {
+		if e.Action == string(remediate.TrimStoredVersions) {
+			phases = append(phases, e.Phase)
+		}
+	}
+	if want := []string{execute.PhaseBegin, execute.PhaseBackup, execute.PhaseDryRun, execute.PhaseConflict}; !reflect.DeepEqual(phases, want) {
+		t.Errorf("journal of the trim %v, want %v", phases, want)
+	}
+}
