@@ -321,7 +321,7 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 		}
 		t.StringData = nil
 	case *crdView:
-		v := &CRD{Name: t.Metadata.Name, Group: t.Spec.Group, Kind: t.Spec.Names.Kind, Plural: t.Spec.Names.Plural, StoredVersions: t.Status.StoredVersions}
+		v := &CRD{Name: t.Metadata.Name, UID: string(t.Metadata.UID), ResourceVersion: t.Metadata.ResourceVersion, Group: t.Spec.Group, Kind: t.Spec.Names.Kind, Plural: t.Spec.Names.Plural, StoredVersions: t.Status.StoredVersions}
 		for _, ver := range t.Spec.Versions {
 			v.Versions = append(v.Versions, CRDVersion{Name: ver.Name, Served: ver.Served, Storage: ver.Storage})
 		}

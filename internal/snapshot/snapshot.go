@@ -109,12 +109,15 @@ type Cluster struct {
 
 // CRD is what the checks need of a CustomResourceDefinition.
 type CRD struct {
-	Name           string
-	Group          string
-	Kind           string
-	Plural         string
-	Versions       []CRDVersion
-	StoredVersions []string
+	Name string
+	// UID and ResourceVersion are what a fix plan holds a write to the CRD to.
+	UID             string
+	ResourceVersion string
+	Group           string
+	Kind            string
+	Plural          string
+	Versions        []CRDVersion
+	StoredVersions  []string
 }
 
 // CRDVersion is one version of a CRD.
