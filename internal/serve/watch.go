@@ -317,7 +317,7 @@ func (w *clusterWatch) synced() bool {
 
 // feed adds the cached objects to a snapshot builder, as the live scan's lists would.
 func (w *clusterWatch) feed(b *snapshot.Builder) {
-	b.DeclareCluster(snapshot.ClusterInfo{Name: w.t.Name, Server: w.t.Server, Context: w.t.Name})
+	b.DeclareCluster(w.t.Info())
 	for _, e := range w.static {
 		b.Error(e)
 	}

@@ -61,6 +61,9 @@ type Cluster struct {
 	// ContextSource says where that name comes from.
 	Context       string
 	ContextSource ContextSource
+	// ContextServer, when set, goes with Context as --server: the cluster is reached
+	// through Rancher's proxy with the credentials of a context for Rancher (ClusterInfo).
+	ContextServer string
 
 	Namespaces           []*corev1.Namespace
 	Nodes                []*corev1.Node

@@ -37,11 +37,25 @@ type Sink interface {
 	Error(finding.ScanError)
 }
 
-// Target is one cluster to read: a kubeconfig context.
+// Target is one cluster to read: a kubeconfig context, or a cluster behind Rancher's proxy.
 type Target struct {
-	Name   string // the context name; the cluster's name in reports
+	Name   string // the cluster's name in reports: the context name, or Rancher's display name
 	Server string
 	Config *rest.Config
+	// Context is the kubeconfig context printed commands are aimed at; empty: Name.
+	// ContextServer, when set, is the --server those commands pass with it (a cluster
+	// reached through Rancher's proxy with the credentials of a context for Rancher).
+	Context       string
+	ContextServer string
+}
+
+// Info is what a reader declares about the target before reading it.
+func (t Target) Info() snapshot.ClusterInfo {
+	ctx := t.Context
+	if ctx == "" {
+		ctx = t.Name
+	}
+	return snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: ctx, ContextServer: t.ContextServer}
 }
 
 // Live reads clusters through their API servers.
@@ -103,7 +117,7 @@ func (l *Live) Read(ctx context.Context, sink Sink) error {
 	var failed []string
 	done := 0
 	for _, t := range l.Targets {
-		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: t.Name})
+		sink.DeclareCluster(t.Info())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
