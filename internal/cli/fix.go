@@ -265,7 +265,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 	if dir == "" {
 		dir = "unstick-fix-" + runID[:len("20060102T150405")] + "Z"
 	}
-	targets, err := o.kube.targets()
+	targets, err := o.kube.targets(ctx)
 	if err != nil {
 		return err
 	}

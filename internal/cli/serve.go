@@ -109,7 +109,7 @@ func (o *serveOptions) complete() error {
 }
 
 func (o *serveOptions) run(ctx context.Context) error {
-	targets, err := o.kube.targets()
+	targets, err := o.kube.targets(ctx)
 	if err != nil {
 		// In a pod (the Helm chart, the Fleet bundle) there is no kubeconfig: the pod's
 		// ServiceAccount reads its own cluster.
