@@ -76,8 +76,8 @@ func (k *kubeFlags) rancherTargets(ctx context.Context, names []string, raw *cli
 			return nil, fmt.Errorf("--rancher --context %q: %w", n, err)
 		}
 		ranch := n
-		direct := map[string]bool{} // clusters the Rancher context itself reaches
-		if m, ok := matches[n]; ok {
+		direct := map[string]bool{} // the cluster the Rancher context itself reaches by its proxy path
+		if m, ok := matches[n]; ok && m.via == viaProxy {
 			direct[m.id] = true
 		}
 		ts := source.RancherTargets(k.withBase(cfg, base), base, clusters, func(c source.RancherCluster) (string, string) {

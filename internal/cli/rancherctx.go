@@ -122,11 +122,13 @@ func onePerCluster(names []string, matches map[string]rancherContext, keepOrder 
 }
 
 // contextFor is the context of the kubeconfig that reaches cluster id of the Rancher at
-// base, preferring the proxy path; "" if none does.
+// base, preferring the proxy path to an authorized endpoint; "" if none does. A context on
+// Rancher's own URL is not taken for the local cluster here: commands aimed through the
+// proxy path of "local" are sure to reach it.
 func contextFor(matches map[string]rancherContext, base, id string) string {
 	best := ""
 	for n, m := range matches {
-		if m.base != base || m.id != id {
+		if m.base != base || m.id != id || m.via == viaRancher {
 			continue
 		}
 		if best == "" || m.via < matches[best].via || m.via == matches[best].via && n < best {
