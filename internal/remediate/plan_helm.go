@@ -243,7 +243,9 @@ func orDash(s string) string {
 func kubectl(c *snapshot.Cluster) string { return "kubectl --context " + aimAt(c, " --server ") }
 
 // helmAt starts a printed helm command aimed at the cluster, as kubectl does.
-func helmAt(c *snapshot.Cluster) string { return "helm --kube-context " + aimAt(c, " --kube-apiserver ") }
+func helmAt(c *snapshot.Cluster) string {
+	return "helm --kube-context " + aimAt(c, " --kube-apiserver ")
+}
 
 func aimAt(c *snapshot.Cluster, serverFlag string) string {
 	ctx := c.Context
