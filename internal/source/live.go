@@ -47,6 +47,18 @@ type Target struct {
 	// reached through Rancher's proxy with the credentials of a context for Rancher).
 	Context       string
 	ContextServer string
+	// ViaRancher says the cluster is read through Rancher's proxy (RancherTargets), not
+	// through a kubeconfig context of its own.
+	ViaRancher bool
+}
+
+// Label names the target in messages: "context prod-eu-1", or "cluster prod-eu-1 (through
+// Rancher's proxy)".
+func (t Target) Label() string {
+	if t.ViaRancher {
+		return "cluster " + t.Name + " (through Rancher's proxy)"
+	}
+	return "context " + t.Name
 }
 
 // Info is what a reader declares about the target before reading it.
@@ -258,7 +270,7 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	}
 	kube, err := NewKube(cfg)
 	if err != nil {
-		return fmt.Errorf("context %s (%s): %w", t.Name, t.Server, err)
+		return fmt.Errorf("%s (%s): %w", t.Label(), t.Server, err)
 	}
 	r := &clusterReader{l: l, t: t, sink: sink, kube: kube}
 	if r.dyn, err = dynamic.NewForConfig(cfg); err != nil {
@@ -268,10 +280,10 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 		return err
 	}
 	if err := r.discover(ctx, kube.Discovery); err != nil {
-		return fmt.Errorf("context %s: cannot reach the API server %s: %w", t.Name, t.Server, err)
+		return fmt.Errorf("%s: cannot reach the API server %s: %w%s", t.Label(), t.Server, err, rancherHint(t, err))
 	}
 	if err := r.namespaces(ctx); err != nil {
-		return fmt.Errorf("context %s: listing namespaces: %w", t.Name, err)
+		return fmt.Errorf("%s: listing namespaces: %w", t.Label(), err)
 	}
 	sem := make(chan struct{}, l.Concurrency)
 	var wg sync.WaitGroup

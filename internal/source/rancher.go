@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 )
 
@@ -269,11 +270,31 @@ func RancherTargets(cfg *rest.Config, base string, clusters []RancherCluster, ai
 		}
 		cc := rest.CopyConfig(cfg)
 		cc.Host = strings.TrimRight(base, "/") + RancherClusterPath + c.ID
-		t := Target{Name: name, Server: cc.Host, Config: cc}
+		t := Target{Name: name, Server: cc.Host, Config: cc, ViaRancher: true}
 		if aimAt != nil {
 			t.Context, t.ContextServer = aimAt(c)
 		}
 		out = append(out, t)
 	}
 	return out
+}
+
+// rancherHint explains a failure to reach a cluster through Rancher's proxy: Rancher answers
+// 502, 503 or 504 when it cannot reach the cluster (its cluster agent is disconnected or its
+// API server is down), 403 when the user is no member of it.
+func rancherHint(t Target, err error) string {
+	if !t.ViaRancher {
+		return ""
+	}
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return ""
+	}
+	switch code := se.Status().Code; {
+	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
+		return fmt.Sprintf(" (Rancher answered %d: it cannot reach the cluster — its cluster agent may be disconnected or its API server down; Rancher's cluster status says which)", code)
+	case code == http.StatusForbidden:
+		return " (Rancher answered 403: the user may not read this cluster)"
+	}
+	return ""
 }
