@@ -381,6 +381,25 @@ func TestRancherProxy(t *testing.T) {
 		}
 	})
 
+	// Last: it changes the fleet. fix --apply writes through Rancher's proxy with the token,
+	// as a plan made through it aims.
+	t.Run("fix --apply through Rancher", func(t *testing.T) {
+		backup := filepath.Join(t.TempDir(), "backup")
+		args := []string{"fix", "--kubeconfig", ops, "--rancher", "--now", now, "--offline-registry", "-q",
+			"--only", "helm/", "--only-cluster", "prod-eu-1", "--max-risk", "medium", "--apply", "--yes", "--backup-dir", backup, "--verify-timeout", "20s"}
+		out, errOut, code := runCtx(t.Context(), t, "", args...)
+		noSecret(t, "fix --apply output", []byte(out+errOut))
+		if code != 0 {
+			t.Fatalf("fix --rancher --apply exit %d\n%s\n%s", code, out, errOut)
+		}
+		out, errOut, _ = run(t, "scan", "--kubeconfig", ops, "--rancher", "--now", now, "-o", "json", "-q", "--only", "helm/", "--only-cluster", "prod-eu-1")
+		for _, k := range parse(t, out, errOut).keys() {
+			if strings.HasPrefix(k, "helm/release-pending prod-eu-1") {
+				t.Errorf("after fix --apply through Rancher the release is still pending: %s", k)
+			}
+		}
+	})
+
 	t.Run("without Steve the clusters are listed on the local cluster", func(t *testing.T) {
 		f.standIn.DisableSteve()
 		cfg := &rest.Config{Host: f.standIn.URL(), BearerToken: adminToken, TLSClientConfig: rest.TLSClientConfig{CAData: f.standIn.CAData()}}
