@@ -35,8 +35,8 @@ func (r *rancherFlags) addFlags(fs *pflag.FlagSet) {
 func (r *rancherFlags) validate(k *kubeFlags) error {
 	if r.url != "" {
 		u, err := url.Parse(r.url)
-		if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
-			return usageErrorf("--rancher-url %q: want Rancher's URL, such as https://rancher.example.com", r.url)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return usageErrorf("--rancher-url %q: want Rancher's https URL, such as https://rancher.example.com (a token is never sent over plain http)", r.url)
 		}
 		if len(k.contexts) > 0 || k.allContexts {
 			return usageErrorf("--rancher-url reads the clusters through that URL with the token in $%s; it does not take --context or --all-contexts (use --rancher --context NAME to start from a kubeconfig context)", RancherTokenEnv)

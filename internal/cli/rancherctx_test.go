@@ -1,6 +1,11 @@
 package cli
 
 import (
+	"encoding/base64"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -145,7 +150,8 @@ func TestRancherFlagErrorsNameTheInput(t *testing.T) {
 			`--rancher --context "prod-eu-1-cp-1": its server https://10.20.0.11:6443 is the cluster's own API server (an authorized cluster endpoint), not Rancher's URL`},
 		{[]string{"--kubeconfig", loadKubeconfig(t, "ext.yaml"), "--rancher", "--all-contexts"}, "", "--rancher with --all-contexts"},
 		{[]string{"--rancher-url", "https://rancher.example.com"}, "", "--rancher-url needs Rancher's API token in the environment variable RANCHER_TOKEN"},
-		{[]string{"--rancher-url", "rancher.example.com"}, "token", `--rancher-url "rancher.example.com": want Rancher's URL`},
+		{[]string{"--rancher-url", "rancher.example.com"}, "token", `--rancher-url "rancher.example.com": want Rancher's https URL`},
+		{[]string{"--rancher-url", "http://rancher.example.com"}, "token", `--rancher-url "http://rancher.example.com": want Rancher's https URL`},
 		{[]string{"--rancher-url", "https://rancher.example.com", "--context", "x"}, "token", "does not take --context"},
 	}
 	for _, c := range cases {
@@ -160,5 +166,70 @@ func TestRancherFlagErrorsNameTheInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one saying %q", c.args, err, c.want)
 		}
+	}
+}
+
+// --rancher aims each cluster's commands at the kubeconfig's own context for it (a
+// Rancher-generated kubeconfig has one per cluster, named after the display name), at an
+// authorized-endpoint context when that is all there is, and otherwise at the Rancher context
+// with --server the cluster's proxy URL.
+func TestRancherTargetsAimAtTheUsersContexts(t *testing.T) {
+	// TLS: client-go sends a kubeconfig's credentials to https servers only.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/management.cattle.io.clusters" || r.Header.Get("Authorization") != "Bearer shared" {
+			http.Error(w, "no", http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte(`{"type":"collection","data":[
+			{"id":"local","metadata":{"name":"local"},"spec":{"displayName":"local"}},
+			{"id":"c-m-9p2vdl6r","metadata":{"name":"c-m-9p2vdl6r"},"spec":{"displayName":"prod-us-1"}},
+			{"id":"c-m-t3b6nc8x","metadata":{"name":"c-m-t3b6nc8x"},"spec":{"displayName":"staging-1"}},
+			{"id":"c-m-r8j2fw5m","metadata":{"name":"c-m-r8j2fw5m"},"spec":{"displayName":"dev-1"}}]}`))
+	}))
+	defer srv.Close()
+	ca := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- {name: rancher, cluster: {server: "`+srv.URL+`", certificate-authority-data: "`+ca+`"}}
+- {name: prod-us-1, cluster: {server: "`+srv.URL+`/k8s/clusters/c-m-9p2vdl6r", certificate-authority-data: "`+ca+`"}}
+- {name: staging-1-cp-1, cluster: {server: "https://10.0.0.7:6443"}}
+- {name: staging-1, cluster: {server: "`+srv.URL+`/k8s/clusters/c-m-t3b6nc8x", certificate-authority-data: "`+ca+`"}}
+users:
+- {name: rancher, user: {token: "shared"}}
+- {name: staging-1, user: {token: "scoped"}}
+contexts:
+- {name: rancher, context: {cluster: rancher, user: rancher}}
+- {name: us, context: {cluster: prod-us-1, user: rancher}}
+- {name: staging-1, context: {cluster: staging-1, user: staging-1}}
+- {name: staging-1-cp-1, context: {cluster: staging-1-cp-1, user: staging-1}}
+current-context: rancher
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := newKubeFlags()
+	fs := pflag.NewFlagSet("scan", pflag.ContinueOnError)
+	k.addFlags(fs)
+	if err := fs.Parse([]string{"--kubeconfig", kc, "--rancher"}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := k.targets(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tg := range ts {
+		got = append(got, tg.Name+" "+strings.TrimPrefix(tg.Config.Host, srv.URL)+" "+tg.Context+" "+strings.TrimPrefix(tg.ContextServer, srv.URL))
+	}
+	want := []string{
+		"dev-1 /k8s/clusters/c-m-r8j2fw5m rancher /k8s/clusters/c-m-r8j2fw5m",
+		"local /k8s/clusters/local rancher /k8s/clusters/local",
+		"prod-us-1 /k8s/clusters/c-m-9p2vdl6r us ",
+		"staging-1 /k8s/clusters/c-m-t3b6nc8x staging-1 ",
+	}
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("targets (name host context contextServer):\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

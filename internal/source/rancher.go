@@ -83,7 +83,11 @@ func DiscoverRancherClusters(ctx context.Context, cfg *rest.Config) ([]RancherCl
 	}
 	var se *statusError
 	if errors.As(steveErr, &se) && se.code == http.StatusUnauthorized {
-		return nil, fmt.Errorf("Rancher at %s refused the credentials (401 Unauthorized): the token is wrong, expired or revoked", base)
+		hint := "the token is wrong, expired or revoked"
+		if strings.HasPrefix(base, "http://") {
+			hint = "client-go sends a kubeconfig's credentials over https only, and this server is http"
+		}
+		return nil, fmt.Errorf("Rancher at %s refused the credentials (401 Unauthorized): %s", base, hint)
 	}
 	kube, kubeErr := listKubeClusters(ctx, client, base)
 	if kubeErr == nil {
