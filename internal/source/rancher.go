@@ -188,20 +188,26 @@ func (o clusterObject) cluster() RancherCluster {
 	return RancherCluster{ID: id, DisplayName: o.Spec.DisplayName}
 }
 
-// listSteveClusters reads Steve's collection of management.cattle.io clusters, following its
-// continue token.
+// listSteveClusters reads Steve's collection of management.cattle.io clusters page by page,
+// following its continue token (or a pagination "next" link on Rancher's own host).
 func listSteveClusters(ctx context.Context, client *http.Client, base string) ([]RancherCluster, error) {
 	var out []RancherCluster
-	cont := ""
+	cont, next := "", ""
 	for page := 0; page < 10_000; page++ {
 		u := base + "/v1/management.cattle.io.clusters?limit=1000"
-		if cont != "" {
+		switch {
+		case cont != "":
 			u += "&continue=" + url.QueryEscape(cont)
+		case next != "":
+			u = next
 		}
 		var coll struct {
-			Type     string          `json:"type"`
-			Data     []clusterObject `json:"data"`
-			Continue string          `json:"continue"`
+			Type       string          `json:"type"`
+			Data       []clusterObject `json:"data"`
+			Continue   string          `json:"continue"`
+			Pagination struct {
+				Next string `json:"next"`
+			} `json:"pagination"`
 		}
 		if err := getJSON(ctx, client, u, &coll); err != nil {
 			return nil, err
@@ -214,7 +220,11 @@ func listSteveClusters(ctx context.Context, client *http.Client, base string) ([
 				out = append(out, c)
 			}
 		}
-		if cont = coll.Continue; cont == "" {
+		cont, next = coll.Continue, ""
+		if cont == "" && coll.Pagination.Next != "" && coll.Pagination.Next != u && sameHost(coll.Pagination.Next, base) {
+			next = coll.Pagination.Next
+		}
+		if cont == "" && next == "" {
 			return out, nil
 		}
 	}
@@ -301,4 +311,11 @@ func rancherHint(t Target, err error) string {
 		return " (Rancher answered 403: the user may not read this cluster)"
 	}
 	return ""
+}
+
+// sameHost says whether link points at base's scheme and host: the token goes nowhere else.
+func sameHost(link, base string) bool {
+	l, err1 := url.Parse(link)
+	b, err2 := url.Parse(base)
+	return err1 == nil && err2 == nil && l.Scheme == b.Scheme && l.Host == b.Host
 }

@@ -1,7 +1,12 @@
 package source
 
 import (
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -44,5 +49,41 @@ func TestRancherTargetsNamesAndServers(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("targets:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// Steve's list is read page by page (continue token, or a pagination link on Rancher's own
+// host); a link to another host is not followed, so the token goes nowhere else.
+func TestDiscoverRancherClustersPages(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch q := r.URL.Query(); {
+		case q.Get("page") == "3":
+			fmt.Fprint(w, `{"type":"collection","pagination":{"next":"https://elsewhere.example.com/v1/x"},"data":[{"id":"local","metadata":{"name":"local"},"spec":{"displayName":"local"}}]}`)
+		case r.URL.Path == "/v1/management.cattle.io.clusters" && q.Get("continue") == "":
+			fmt.Fprint(w, `{"type":"collection","continue":"p2","data":[{"id":"c-m-1","metadata":{"name":"c-m-1"},"spec":{"displayName":"one"}}]}`)
+		case r.URL.Path == "/v1/management.cattle.io.clusters" && q.Get("continue") == "p2":
+			fmt.Fprintf(w, `{"type":"collection","pagination":{"next":"%s/v1/management.cattle.io.clusters?page=3"},"data":[{"id":"c-m-2","metadata":{"name":"c-m-2"},"spec":{"displayName":"two"}}]}`, srv.URL)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, BearerToken: "tok", TLSClientConfig: rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}
+	cs, err := DiscoverRancherClusters(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []RancherCluster{{ID: "c-m-1", DisplayName: "one"}, {ID: "c-m-2", DisplayName: "two"}, {ID: "local", DisplayName: "local"}}
+	if !reflect.DeepEqual(cs, want) {
+		t.Errorf("clusters %+v, want %+v", cs, want)
+	}
+	cfg.BearerToken = "bogus-x9q"
+	if _, err := DiscoverRancherClusters(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "bogus-x9q") {
+		t.Errorf("a wrong token: %v; want the 401 named and the token not", err)
 	}
 }
