@@ -186,7 +186,16 @@ func (k *kubeFlags) targets(ctx context.Context) ([]source.Target, error) {
 		if name == "" {
 			name = "default"
 		}
-		out = append(out, source.Target{Name: name, Server: cfg.Host, Config: cfg})
+		t := source.Target{Name: name, Server: cfg.Host, Config: cfg}
+		if m, ok := matches[n]; ok && m.via == viaEndpoint {
+			// An authorized endpoint context is named after the cluster (its proxy context,
+			// named after the display name) so that it meets its Fleet Cluster; commands keep
+			// the context read through.
+			if p := contextFor(matches, m.base, m.id); p != "" && p != n {
+				t.Name, t.Context = p, n
+			}
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }

@@ -134,7 +134,8 @@ func TestAllContextsReadsEachRancherClusterOnce(t *testing.T) {
 		t.Errorf("legacy --all-contexts read %v, want %v", got, want)
 	}
 	got = names("--kubeconfig", loadKubeconfig(t, "legacy.yaml"), "--context", "prod-eu-1-cp-2", "--context", "prod-eu-1")
-	if want := []string{"prod-eu-1-cp-2@https://10.20.0.12:6443"}; !reflect.DeepEqual(got, want) {
+	// (named after the cluster, to meet its Fleet Cluster; read through the context given)
+	if want := []string{"prod-eu-1@https://10.20.0.12:6443"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("explicit contexts read %v, want the first given, %v", got, want)
 	}
 }

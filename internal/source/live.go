@@ -55,8 +55,11 @@ type Target struct {
 // Label names the target in messages: "context prod-eu-1", or "cluster prod-eu-1 (through
 // Rancher's proxy)".
 func (t Target) Label() string {
-	if t.ViaRancher {
+	switch {
+	case t.ViaRancher:
 		return "cluster " + t.Name + " (through Rancher's proxy)"
+	case t.Context != "" && t.Context != t.Name:
+		return "context " + t.Context + " (cluster " + t.Name + ")"
 	}
 	return "context " + t.Name
 }
