@@ -87,7 +87,10 @@ held no Kubernetes object; 2 usage error.`,
       --target-version v1.31.4+rke2r1
 
   # As JSON for a pipeline gate
-  unstick preflight --context prod -o json`,
+  unstick preflight --context prod -o json
+
+  # Every cluster a Rancher user may see, through Rancher's proxy
+  unstick preflight --rancher --context rancher`,
 		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())

@@ -111,7 +111,7 @@ func (pl *planner) apiRemoved(inc finding.Incident) []Attempt {
 		Precondition: fmt.Sprintf("the release Secrets are unchanged since planning (%s); no rewritten document's API is one whose replacement needs a manual review or has none; every rewritten document passes a server-side dry-run on the cluster",
 			strings.Join(rvs, ", ")),
 		Verify:   "Helm's storage reads each rewritten revision back, with its status unchanged and no apiVersion in its manifest that " + against + " does not serve",
-		Commands: []string{fmt.Sprintf("helm --kube-context %s mapkubeapis %s --namespace %s --dry-run", c.Name, name, ns), fmt.Sprintf("helm --kube-context %s mapkubeapis %s --namespace %s", c.Name, name, ns)},
+		Commands: []string{fmt.Sprintf("%s mapkubeapis %s --namespace %s --dry-run", helmAt(c), name, ns), fmt.Sprintf("%s mapkubeapis %s --namespace %s", helmAt(c), name, ns)},
 		Notes: []string{
 			"The backup keeps each release Secret exactly, payload included (0600), so `unstick restore` puts the old record back.",
 			"Unlike helm-mapkubeapis, no new revision is written and no document is dropped: the record keeps its revision and status, and a document whose API has no replacement refuses the step instead.",
@@ -160,7 +160,7 @@ func (pl *planner) crdStorage(inc finding.Incident) []Attempt {
 	obj := Object{Cluster: c.Name, APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: crd.Name, UID: crd.UID, ResourceVersion: crd.ResourceVersion}
 	why := pl.reasonsAbout(inc, func(f finding.Finding) bool { return true })
 	res := crd.Plural + "." + crd.Group
-	k := kubectl(c.Name)
+	k := kubectl(c)
 	var old []string
 	for _, v := range crd.StoredVersions {
 		if v != storage {

@@ -37,6 +37,10 @@ type ClusterInfo struct {
 	// ServerVersion is the API server's version (gitVersion), when the source asked it (live)
 	// or recorded it (a collected bundle). Empty: not known.
 	ServerVersion string
+	// ContextServer, when set, is the API server URL printed commands pass with --server
+	// (helm: --kube-apiserver) next to Context: a cluster read through Rancher's proxy with
+	// the credentials of a context that points at Rancher itself.
+	ContextServer string
 }
 
 // Builder collects objects from a source and produces a Snapshot. Add* may be called from
@@ -595,7 +599,7 @@ func (b *Builder) Build() *Snapshot {
 		info := b.infos[n]
 		c.Role, c.Server, c.FleetCluster = info.Role, info.Server, info.FleetCluster
 		c.ServerVersion = info.ServerVersion
-		c.Context, c.ContextSource = info.Context, ContextRecorded
+		c.Context, c.ContextSource, c.ContextServer = info.Context, ContextRecorded, info.ContextServer
 		if c.Context == "" {
 			// A bundle that does not say how it was collected: the cluster's name is the
 			// best guess, and the report says it is one.

@@ -65,6 +65,9 @@ type Cluster struct {
 	// ServerVersion is the API server's version (gitVersion) when the source read or recorded
 	// it; empty otherwise (the Nodes' kubeletVersions then say what the cluster runs).
 	ServerVersion string
+	// ContextServer, when set, goes with Context as --server: the cluster is reached
+	// through Rancher's proxy with the credentials of a context for Rancher (ClusterInfo).
+	ContextServer string
 
 	Namespaces           []*corev1.Namespace
 	Nodes                []*corev1.Node

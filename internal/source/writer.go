@@ -61,7 +61,7 @@ func (w *BundleWriter) DeclareCluster(ci snapshot.ClusterInfo) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.cluster(ci.Name)
-	c.Server, c.Context, c.FleetCluster = ci.Server, ci.Context, ci.FleetCluster
+	c.Server, c.Context, c.FleetCluster, c.ContextServer = ci.Server, ci.Context, ci.FleetCluster, ci.ContextServer
 	if ci.ServerVersion != "" {
 		c.KubernetesVersion = ci.ServerVersion
 	}
