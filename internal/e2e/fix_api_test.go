@@ -344,7 +344,7 @@ func TestFixMigratesCRDStorageAndTrimsStoredVersions(t *testing.T) {
 			rungs = append(rungs, s.Rung+"/"+s.Risk.String())
 		}
 	}
-	if want := []string{"migrate/medium", "trim/high"}; !reflect.DeepEqual(rungs, want) {
+	if want := []string{"repair/medium", "realign/high"}; !reflect.DeepEqual(rungs, want) {
 		t.Fatalf("mutating steps %v, want %v", rungs, want)
 	}
 
