@@ -281,7 +281,11 @@ func judgeMachine(ctx *Context, p *provisioned, mc *capiMachine) []finding.Findi
 		vars(&f)
 		out = append(out, f)
 	case plan.InSync() && len(plan.UnhealthyProbes()) == 0 && mc.kubelet != "" && rancher.VersionTriple(mc.kubelet) != rancher.VersionTriple(p.want) &&
-		stuckFor >= patience:
+		stuckFor >= patience && (strings.Contains(mc.reconciled.Message, "waiting for kubelet to update") ||
+		node != nil && rancher.VersionTriple(node.Status.NodeInfo.KubeletVersion) == rancher.VersionTriple(p.want)):
+		// A machine whose old plan is still in sync is only waiting for its turn: the
+		// planner's own "waiting for kubelet to update", or a node already at the version,
+		// says the plan for the new version was applied.
 		f := p.newFinding(ctx, "rancher/kubelet-version-stale", mref,
 			fmt.Sprintf("machine %s applied its plan, but its recorded kubelet version %s is not %s", mc.u.Name, mc.kubelet, p.want))
 		f.Evidence = append(f.Evidence, ev(sourceOf(p.m, mref), "status.nodeInfo.kubeletVersion %s; spec.kubernetesVersion %s", mc.kubelet, p.want))

@@ -47,6 +47,9 @@ const (
 	// the loader (Rancher's PlanHash is the same sum: pkg/capr/planner/store.go).
 	KeyPlanChecksum        = "unstick.dev/plan-checksum"
 	KeyAppliedPlanChecksum = "unstick.dev/applied-plan-checksum"
+	// KeyProblems carries what could not be decoded into a bundle, so that a scan of the
+	// bundle reports it as the scan of the cluster did.
+	KeyProblems = "unstick.dev/problems"
 )
 
 // Annotations the planner and rancher-system-agent's drain put on a machine-plan Secret
@@ -154,6 +157,14 @@ func TierOf(labels map[string]string) string {
 // problems names what could not be decoded.
 func SafeData(data map[string][]byte) (out map[string][]byte, problems []string) {
 	out = map[string][]byte{}
+	defer func() {
+		if len(problems) > 0 {
+			out[KeyProblems] = []byte(strings.Join(problems, "\n"))
+		}
+	}()
+	if v := strings.TrimSpace(string(data[KeyProblems])); v != "" {
+		problems = append(problems, redact.Lines(strings.Split(v, "\n"))...)
+	}
 	for _, k := range []string{KeyAppliedChecksum, KeyFailedChecksum, KeyFailureCount, KeyFailureThreshold, KeyMaxFailures} {
 		if v, ok := data[k]; ok {
 			// Checksums and counters: a hex string or a number. Anything else is dropped.
