@@ -68,8 +68,9 @@ func scanJSON(t *testing.T, from string) (jsonReport, string, int) {
 	return r, out, code
 }
 
-// The README's first command: the example fleet's three stuck upgrades, each an incident with
-// the right root cause, nothing serious about the healthy clusters, exit 3.
+// The README's first command: the example fleet's stuck upgrades (three Fleet/SUC ones and
+// two of Rancher's own), each an incident with the right root cause, nothing serious about
+// the healthy clusters, exit 3.
 func TestScanExampleFindsEachStuckUpgrade(t *testing.T) {
 	r, _, code := scanJSON(t, example)
 	if code != ExitFindings {
@@ -79,6 +80,11 @@ func TestScanExampleFindsEachStuckUpgrade(t *testing.T) {
 		"helm/release-pending":     "prod-eu-1",
 		"agent/crd-missing":        "prod-us-1",
 		"pod/unschedulable-taints": "edge-arm-1",
+		// Rancher's own upgrades: a provisioned cluster's worker drain blocked by a
+		// PodDisruptionBudget, and an imported cluster's Rancher-managed Plans disabling the
+		// operators' own Plan.
+		"rancher/drain-blocked":             "prod-eu-2",
+		"rancher/plans-disabled-by-rancher": "edge-rke2-7",
 	}
 	for id, cluster := range want {
 		found := false
