@@ -16,7 +16,8 @@ package main
 //
 // Rancher's kinds are written as untyped objects with the field names of rancher/rancher
 // pkg/apis (provisioning.cattle.io/v1, rke.cattle.io/v1, management.cattle.io/v3) and CAPI
-// v1beta1: those modules are not dependencies of this one.
+// v1beta2 (the storage version of sigs.k8s.io/cluster-api v1.14): those modules are not
+// dependencies of this one.
 
 import (
 	"crypto/sha256"
@@ -151,9 +152,10 @@ func (w *world) provisionedPDB(mo *out) error {
 			rcond("Reconciled", "Unknown", "Waiting", waitMsg, drainFrom)}}
 	mo.add("rkecontrolplanes.rke.cattle.io", cp)
 
-	capi := mo.untyped("cluster.x-k8s.io/v1beta1", "Cluster", ns, name, "2026-10-02T11:20:06Z", map[string]string{"rke.cattle.io/cluster-name": name}, nil)
-	capi["spec"] = map[string]any{"controlPlaneRef": map[string]any{"apiVersion": "rke.cattle.io/v1", "kind": "RKEControlPlane", "name": name, "namespace": ns}}
-	capi["status"] = map[string]any{"phase": "Provisioned", "infrastructureReady": true, "controlPlaneReady": true}
+	capi := mo.untyped("cluster.x-k8s.io/v1beta2", "Cluster", ns, name, "2026-10-02T11:20:06Z", map[string]string{"rke.cattle.io/cluster-name": name}, nil)
+	capi["spec"] = map[string]any{"controlPlaneRef": map[string]any{"apiGroup": "rke.cattle.io", "kind": "RKEControlPlane", "name": name},
+		"infrastructureRef": map[string]any{"apiGroup": "rke.cattle.io", "kind": "RKECluster", "name": name}}
+	capi["status"] = map[string]any{"phase": "Provisioned", "initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true}}
 	mo.add("clusters.cluster.x-k8s.io", capi)
 
 	type mach struct {
@@ -178,19 +180,26 @@ func (w *world) provisionedPDB(mo *out) error {
 		if m.plan == "new" {
 			kubelet = rkeNew
 		}
-		reconciled := rcond("Reconciled", "True", "", "", "2026-11-28T07:38:02Z")
-		if m.plan == "draining" {
-			reconciled = rcond("Reconciled", "Unknown", "Waiting", "error draining machine "+mname+": "+drainErr, drainFrom)
+		// CAPI v1beta2 conditions are metav1.Conditions: reason and lastTransitionTime required.
+		mcond := func(typ, status, reason, msg, at string) map[string]any {
+			return map[string]any{"type": typ, "status": status, "reason": reason, "message": msg, "lastTransitionTime": at}
 		}
-		mc := mo.untyped("cluster.x-k8s.io/v1beta1", "Machine", ns, mname, "2026-10-02T11:21:00Z", labels, nil)
+		reconciled := mcond("Reconciled", "True", "Reconciled", "", "2026-11-28T07:38:02Z")
+		if m.plan == "draining" {
+			reconciled = mcond("Reconciled", "Unknown", "Waiting", "error draining machine "+mname+": "+drainErr, drainFrom)
+		}
+		mc := mo.untyped("cluster.x-k8s.io/v1beta2", "Machine", ns, mname, "2026-10-02T11:21:00Z", labels, nil)
 		mc["spec"] = map[string]any{"clusterName": name,
-			"bootstrap":         map[string]any{"configRef": map[string]any{"apiVersion": "rke.cattle.io/v1", "kind": "RKEBootstrap", "name": mname, "namespace": ns}, "dataSecretName": mname + "-machine-bootstrap"},
-			"infrastructureRef": map[string]any{"apiVersion": "rke-machine.cattle.io/v1", "kind": "CustomMachine", "name": mname, "namespace": ns}}
-		mc["status"] = map[string]any{"phase": "Running", "bootstrapReady": true, "infrastructureReady": true,
-			"nodeRef":  map[string]any{"apiVersion": "v1", "kind": "Node", "name": mname, "uid": string(uid(name + "|Node|" + mname))},
-			"nodeInfo": map[string]any{"kubeletVersion": kubelet, "architecture": "amd64", "operatingSystem": "linux", "osImage": slesImage},
-			"conditions": []any{rcond("Ready", "True", "", "", "2026-10-02T11:40:00Z"), rcond("BootstrapReady", "True", "", "", "2026-10-02T11:21:30Z"),
-				rcond("InfrastructureReady", "True", "", "", "2026-10-02T11:21:30Z"), rcond("PlanApplied", "True", "", "", "2026-11-28T07:38:02Z"), reconciled}}
+			"bootstrap":         map[string]any{"configRef": map[string]any{"apiGroup": "rke.cattle.io", "kind": "RKEBootstrap", "name": mname}, "dataSecretName": mname + "-machine-bootstrap"},
+			"infrastructureRef": map[string]any{"apiGroup": "rke-machine.cattle.io", "kind": "CustomMachine", "name": mname}}
+		mc["status"] = map[string]any{"phase": "Running",
+			"initialization": map[string]any{"bootstrapDataSecretCreated": true, "infrastructureProvisioned": true},
+			"nodeRef":        map[string]any{"name": mname},
+			"nodeInfo": map[string]any{"kubeletVersion": kubelet, "kubeProxyVersion": kubelet, "architecture": "amd64", "operatingSystem": "linux", "osImage": slesImage,
+				"kernelVersion": slesKernel, "containerRuntimeVersion": runtimeVer, "bootID": string(uid("boot|" + mname)), "machineID": sha256hex("machine|" + mname)[:32],
+				"systemUUID": string(uid("system|" + mname))},
+			"conditions": []any{mcond("Ready", "True", "Ready", "", "2026-10-02T11:40:00Z"), mcond("BootstrapConfigReady", "True", "Ready", "", "2026-10-02T11:21:30Z"),
+				mcond("InfrastructureReady", "True", "Ready", "", "2026-10-02T11:21:30Z"), mcond("PlanApplied", "True", "PlanApplied", "", "2026-11-28T07:38:02Z"), reconciled}}
 		mo.add("machines.cluster.x-k8s.io", mc)
 		boot := mo.untyped("rke.cattle.io/v1", "RKEBootstrap", ns, mname, "2026-10-02T11:21:00Z", labels, nil)
 		boot["spec"] = map[string]any{"clusterName": name}

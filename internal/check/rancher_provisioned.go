@@ -400,13 +400,28 @@ func coveredPods(c *snapshot.Cluster, ns string, sel *metav1.LabelSelector, node
 		named[m[2]+"/"+m[1]] = true
 	}
 	var out []string
+	read := false // any pod of ns read: a live scan reads only the upgrade namespaces' pods
 	for _, p := range c.Pods {
-		if p.Namespace != ns || !s.Matches(labels.Set(p.Labels)) {
+		if p.Namespace != ns {
+			continue
+		}
+		read = true
+		if !s.Matches(labels.Set(p.Labels)) {
 			continue
 		}
 		if (node != "" && p.Spec.NodeName == node) || named[p.Namespace+"/"+p.Name] {
 			out = append(out, p.Namespace+"/"+p.Name)
 		}
+	}
+	if len(out) == 0 && !read {
+		// The pod itself was not read: the budget of its namespace that allows nothing is the
+		// one the eviction error is about.
+		for k := range named {
+			if strings.HasPrefix(k, ns+"/") {
+				out = append(out, k+" (named by the drain error; the pod itself was not read)")
+			}
+		}
+		sort.Strings(out)
 	}
 	return out
 }
