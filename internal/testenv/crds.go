@@ -2,9 +2,9 @@ package testenv
 
 import (
 	"bufio"
-	_ "embed"
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
