@@ -78,6 +78,9 @@ func judgeProvisioned(ctx *Context, m *snapshot.Cluster, pc *snapshot.Unstructur
 	}
 	versionMoving := p.applied != "" && p.applied != p.want
 	if !versionMoving && p.message == "" {
+		if ctx.Preflight {
+			return unhealthyProbesBefore(ctx, p)
+		}
 		return nil
 	}
 	var out []finding.Finding
@@ -523,4 +526,27 @@ func upgradeStuck(ctx *Context, p *provisioned, machines []*capiMachine) finding
 	}
 	f.Since = timePtr(p.msgTime)
 	return f
+}
+
+// unhealthyProbesBefore is preflight's view of a cluster at rest: a machine whose probes fail
+// now will hold the planner at "waiting for probes" as soon as its new plan is applied.
+func unhealthyProbesBefore(ctx *Context, p *provisioned) []finding.Finding {
+	var out []finding.Finding
+	for _, mc := range machinesOf(p.m, p.pc.Namespace, p.pc.Name) {
+		plan := p.m.MachinePlanFor(mc.u.Namespace, mc.u.Name)
+		if plan == nil || len(plan.UnhealthyProbes()) == 0 {
+			continue
+		}
+		bad := plan.UnhealthyProbes()
+		f := p.newFinding(ctx, "rancher/probes-failing", p.machineRef(mc),
+			fmt.Sprintf("machine %s's probes fail before the upgrade starts: %s", mc.u.Name, strings.Join(bad, ", ")))
+		psrc := sourceOf(p.m, ref("v1", "Secret", plan.Namespace, plan.Name))
+		for _, n := range bad {
+			s := plan.Probes[n]
+			f.Evidence = append(f.Evidence, ev(psrc+" probe-statuses", "%s: healthy=false, failureCount=%d, successCount=%d", n, s.FailureCount, s.SuccessCount))
+		}
+		f.Vars["machine"], f.Vars["plan-secret"], f.Vars["node"] = mc.u.Name, plan.Name, mc.node
+		out = append(out, f)
+	}
+	return out
 }

@@ -42,5 +42,6 @@ func All() []Check {
 		// clusters' version management.
 		rancherProvisioned,
 		rancherImported,
+		rancherReadiness,
 	}
 }

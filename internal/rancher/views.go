@@ -154,3 +154,40 @@ func Distribution(v string) string {
 	}
 	return ""
 }
+
+// PlannedImages are the images Rancher's planner has every node of a provisioned cluster
+// pull for version: the system-agent-installer image of the distribution (rancher/rancher
+// pkg/capr/planner getInstallerImage: "rancher/system-agent-installer-" + runtime + ":" +
+// the version with "+" turned into "-", behind the system default registry) and, for RKE2,
+// the rke2-runtime image the installed rke2 starts from (a Windows node pulls its
+// "-windows-amd64" variant). registry is the registry prefix ("" for Docker Hub).
+func PlannedImages(version, registry, nodeOS string) []string {
+	dist := Distribution(version)
+	if dist == "" || version == "" {
+		return nil
+	}
+	prefix := ""
+	if registry = strings.TrimSuffix(strings.TrimSpace(registry), "/"); registry != "" {
+		prefix = registry + "/"
+	}
+	tag := strings.ReplaceAll(version, "+", "-")
+	out := []string{prefix + "rancher/system-agent-installer-" + dist + ":" + tag}
+	if dist == "rke2" {
+		if nodeOS == "windows" {
+			out = append(out, prefix+"rancher/rke2-runtime:"+tag+"-windows-amd64")
+		} else {
+			out = append(out, prefix+"rancher/rke2-runtime:"+tag)
+		}
+	}
+	return out
+}
+
+// ClusterRegistry is the registry a provisioned cluster pulls its system images from: its own
+// spec.rkeConfig.machineGlobalConfig system-default-registry, else Rancher's
+// system-default-registry setting.
+func ClusterRegistry(pc map[string]any, setting string) string {
+	if r := String(pc, "spec", "rkeConfig", "machineGlobalConfig", "system-default-registry"); r != "" {
+		return r
+	}
+	return setting
+}
