@@ -32,7 +32,6 @@ func preflightRancher(t *testing.T, scenario string, images map[string]imageref.
 	return fs
 }
 
-
 // Before an upgrade, the planned version's installer image is probed like any other: missing
 // in the registry, or without a build for a node's architecture, is a gate.
 func TestPreflightInstallerImage(t *testing.T) {
