@@ -46,8 +46,11 @@ func TestFixPlansTheExampleFleet(t *testing.T) {
 		"helm --kube-context prod-eu-1 -n cattle-fleet-system rollback fleet-agent-c-m-4x7kq2zt 3",
 		"above --max-risk low: not run",
 		"kubectl --context prod-us-1 -n cattle-fleet-system rollout restart deployment/fleet-agent",
-		"No automatic fix (1):",
+		"No automatic fix (3):",
 		"pod/unschedulable-taints on edge-arm-1",
+		// Rancher's own upgrades: guided fixes only.
+		"rancher/drain-blocked on local — Machine/fleet-default/prod-eu-2-worker-6mq2r",
+		"rancher/plans-disabled-by-rancher on edge-rke2-7",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the plan does not say %q:\n%s", want, out)
