@@ -10,9 +10,9 @@ package main
 //     Machines and the machine-plan Secrets with the drain annotations; the cluster itself
 //     holds the cordoned node, the pod and the budget.
 //   - edge-rke2-7, an imported RKE2 cluster with Rancher's version management on: Rancher's
-//     rke2-master-plan/rke2-worker-plan (rancher-managed=true) are twenty minutes into the
-//     upgrade, and Rancher appended upgrade.cattle.io/disable Exists to the operators' own
-//     os-patch Plan, which now selects no node.
+//     rke2-master-plan/rke2-worker-plan (rancher-managed=true) have reported the control plane
+//     "being upgraded" for two hours, and Rancher appended upgrade.cattle.io/disable Exists to
+//     the operators' own os-patch Plan, which selects no node until Rancher's upgrade ends.
 //
 // Rancher's kinds are written as untyped objects with the field names of rancher/rancher
 // pkg/apis (provisioning.cattle.io/v1, rke.cattle.io/v1, management.cattle.io/v3) and CAPI
@@ -276,7 +276,7 @@ func (o *out) namespaceAs(resource, name, created string) {
 }
 
 func (w *world) importedDisabledPlan(mo *out) error {
-	const name, id, since = "edge-rke2-7", "c-9qzbw", "2026-11-28T09:10:04Z"
+	const name, id, since = "edge-rke2-7", "c-9qzbw", "2026-11-28T07:34:52Z"
 	mc := mo.untyped("management.cattle.io/v3", "Cluster", "", id, "2026-07-14T08:00:00Z", map[string]string{"provider.cattle.io": "rke2"}, nil)
 	mc["spec"] = map[string]any{"displayName": name, "fleetWorkspaceName": "fleet-default", "internal": false,
 		"rke2Config": map[string]any{"kubernetesVersion": rkeNew, "rke2upgradeStrategy": map[string]any{"serverConcurrency": 1, "workerConcurrency": 1}}}

@@ -87,6 +87,7 @@ func judgeImported(ctx *Context, m *snapshot.Cluster, mc *snapshot.Unstructured)
 				for _, mp := range managed {
 					f.Evidence = append(f.Evidence, ev(sourceOf(d, ref("upgrade.cattle.io/v1", "Plan", mp.Namespace, mp.Name)), "Rancher-managed Plan %s/%s (label %s=true) upgrades to %s", mp.Namespace, mp.Name, labelRancherManaged, orDash(mp.Spec.Version)))
 				}
+				// The imported cluster's key: while Rancher's upgrade is stuck, this is its symptom.
 				f.Keys = []string{key, PlanKey(d.Name, p.Namespace, p.Name)}
 				f.Vars = map[string]string{"plan": p.Name, "suc-namespace": p.Namespace, "management-cluster-id": mc.Name}
 				out = append(out, f)

@@ -81,10 +81,10 @@ func TestScanExampleFindsEachStuckUpgrade(t *testing.T) {
 		"agent/crd-missing":        "prod-us-1",
 		"pod/unschedulable-taints": "edge-arm-1",
 		// Rancher's own upgrades: a provisioned cluster's worker drain blocked by a
-		// PodDisruptionBudget, and an imported cluster's Rancher-managed Plans disabling the
-		// operators' own Plan.
-		"rancher/drain-blocked":             "prod-eu-2",
-		"rancher/plans-disabled-by-rancher": "edge-rke2-7",
+		// PodDisruptionBudget, and an imported cluster's stuck Rancher-managed upgrade (with
+		// the operators' own Plan it disabled as a symptom).
+		"rancher/drain-blocked":          "prod-eu-2",
+		"rancher/imported-upgrade-stuck": "edge-rke2-7",
 	}
 	for id, cluster := range want {
 		found := false

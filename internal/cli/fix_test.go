@@ -50,7 +50,7 @@ func TestFixPlansTheExampleFleet(t *testing.T) {
 		"pod/unschedulable-taints on edge-arm-1",
 		// Rancher's own upgrades: guided fixes only.
 		"rancher/drain-blocked on local — Machine/fleet-default/prod-eu-2-worker-6mq2r",
-		"rancher/plans-disabled-by-rancher on edge-rke2-7",
+		"rancher/imported-upgrade-stuck on local — Cluster/c-9qzbw",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the plan does not say %q:\n%s", want, out)
