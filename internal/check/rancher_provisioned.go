@@ -94,8 +94,9 @@ func judgeProvisioned(ctx *Context, m *snapshot.Cluster, pc *snapshot.Unstructur
 	if f, ok := snapshotFailing(ctx, p); ok {
 		out = append(out, f)
 	}
-	age := ctx.Age(p.msgTime)
-	if len(out) > 0 || p.msgTime.IsZero() || age >= ctx.Thresholds.Duration("rancher.upgradeStuckAfter") {
+	// The symptom needs a cause found, or a planner message old enough: without a time (no
+	// condition recorded one) nothing says how long it has waited.
+	if len(out) > 0 || !p.msgTime.IsZero() && ctx.Age(p.msgTime) >= ctx.Thresholds.Duration("rancher.upgradeStuckAfter") {
 		out = append(out, upgradeStuck(ctx, p, machines))
 	}
 	return out
