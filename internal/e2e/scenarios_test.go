@@ -35,6 +35,8 @@ var liveScenarios = []string{
 	"rancher/drain-blocked-positive",
 	"rancher/plan-failing-positive",
 	"rancher/plans-disabled-by-rancher-positive",
+	"rancher/plans-disabled-by-rancher-stuck-upgrade-positive",
+	"rancher/node-not-ready-positive",
 }
 
 func TestScenariosScanTheSameLive(t *testing.T) {
