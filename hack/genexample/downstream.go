@@ -114,7 +114,7 @@ func (w *world) baseDownstream(c *fcl, o *out, nodes []nodeSpec, clusterCreated 
 
 func (w *world) downstream(c *fcl) error {
 	root := filepath.Join(w.outDir, "clusters", c.dir)
-	base := map[string]int{"prod-eu-1": 91230411, "prod-us-1": 57410022, "edge-arm-1": 3318807, "staging-1": 22781964, "dev-1": 1204733}[c.dir]
+	base := map[string]int{"prod-eu-1": 91230411, "prod-us-1": 57410022, "edge-arm-1": 3318807, "staging-1": 22781964, "dev-1": 1204733, gateDir: 44120876}[c.dir]
 	o := newOut(root, c.dir == "prod-us-1", base)
 	switch c.dir {
 	case "prod-eu-1":
@@ -127,6 +127,8 @@ func (w *world) downstream(c *fcl) error {
 		w.healthy(c, o, true)
 	case "dev-1":
 		w.healthy(c, o, false)
+	case gateDir:
+		w.gate(c, o)
 	}
 	return o.flush()
 }

@@ -134,6 +134,8 @@ func (w *world) local() error {
 			s = bdSpec{deployedAt: "2026-11-28T07:06:12Z", ready: true, readySince: "2026-11-28T07:06:33Z", monitoredAt: "2026-11-28T07:06:33Z", release: rel(6)}
 		case "dev-1":
 			s = bdSpec{deployedAt: "2026-11-28T07:07:40Z", ready: true, readySince: "2026-11-28T07:07:57Z", monitoredAt: "2026-11-28T07:07:57Z", release: rel(3)}
+		case gateDir:
+			s = gateAgentBD(rel)
 		}
 		s.created, s.generation = bdCreated, 14
 		s.resources = agentRes(c, bdCreated)
@@ -168,20 +170,21 @@ func (w *world) local() error {
 	}
 	for _, c := range w.clusters {
 		at := map[string]string{"local": "2026-11-28T07:04:52Z", "prod-eu-1": "2026-11-28T07:13:02Z", "prod-us-1": "2026-11-28T07:02:42Z",
-			"edge-arm-1": "2026-11-28T07:24:33Z", "staging-1": "2026-11-28T07:06:33Z", "dev-1": "2026-11-28T07:07:57Z"}[c.dir]
+			"edge-arm-1": "2026-11-28T07:24:33Z", "staging-1": "2026-11-28T07:06:33Z", "dev-1": "2026-11-28T07:07:57Z", gateDir: gateStatusAt}[c.dir]
 		o.bundle(agentNew[c.name], []*fleet.BundleDeployment{agentBDs[c.name]}, byName, at)
 	}
 	o.bundle(mon, monBDs, byName, "2026-10-14T09:30:40Z")
 	o.bundle(ing, ingBDs, byName, "2026-08-20T12:05:31Z")
 	o.content(mon, len(monBDs), "2026-10-14T09:30:05Z")
 	o.content(ing, len(ingBDs), "2026-08-20T12:00:16Z")
+	w.gateLocal(o)
 
 	// --- Fleet clusters, registrations, cluster group -----------------------
 	var defaultClusters []any
 	var regs []any
 	for _, c := range w.clusters {
 		statusAt := map[string]string{"local": "2026-11-28T07:04:52Z", "prod-eu-1": "2026-11-28T07:13:02Z", "prod-us-1": "2026-11-28T07:02:42Z",
-			"edge-arm-1": "2026-11-28T07:24:33Z", "staging-1": "2026-11-28T07:06:33Z", "dev-1": "2026-11-28T07:07:57Z"}[c.dir]
+			"edge-arm-1": "2026-11-28T07:24:33Z", "staging-1": "2026-11-28T07:06:33Z", "dev-1": "2026-11-28T07:07:57Z", gateDir: gateStatusAt}[c.dir]
 		fc := o.fleetCluster(c, statusAt, c.lastSeen)
 		if c.dir == "prod-eu-1" {
 			fc.ManagedFields = []metav1.ManagedFieldsEntry{

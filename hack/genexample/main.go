@@ -1,6 +1,7 @@
 // Command genexample writes the example offline bundle examples/fleet-upgrade-stuck:
-// a Rancher local (Fleet management) cluster plus five downstream clusters caught
-// in the middle of a Fleet v0.15.3 -> v0.16.0 agent upgrade, three of them stuck.
+// a Rancher local (Fleet management) cluster plus six downstream clusters caught
+// in the middle of a Fleet v0.15.3 -> v0.16.0 agent upgrade, three of them stuck, and
+// one (prod-ap-1, gate.go) about to move to a Kubernetes version that would break it.
 //
 //	go run ./hack/genexample -out examples/fleet-upgrade-stuck
 //
@@ -64,6 +65,7 @@ func fleetClusters() []*fcl {
 			lastSeen: "2026-11-28T09:28:02Z", redeployGen: 1, importedAt: "2026-05-27T11:04:20Z",
 			extraLabels: map[string]string{"env": "dev"}, regAt: "2026-05-27T11:05:02Z"},
 	}
+	cs = append(cs, gateFleetCluster())
 	for _, c := range cs {
 		c.clusterNS = fleetClusterNamespace(c.ns, c.name)
 		c.regPod = "fleet-agent-" + randFrom("regpod-rs:"+c.name, k8sAlphabet, 10) + "-" + randFrom("regpod:"+c.name, k8sAlphabet, 5)

@@ -28,7 +28,10 @@ var (
 // only a guess or unknown.
 type target struct {
 	context string
-	note    string
+	// server goes with context as --server (helm: --kube-apiserver): a cluster reached
+	// through Rancher's proxy with the credentials of a context for Rancher itself.
+	server string
+	note   string
 }
 
 // aimer picks the context of each command of a finding.
@@ -45,7 +48,7 @@ func contextOf(c *snapshot.Cluster, name string) target {
 	if c == nil {
 		return target{context: name, note: "context " + name + " is the cluster's name: the input holds nothing about that cluster"}
 	}
-	return target{context: c.Context}
+	return target{context: c.Context, server: c.ContextServer}
 }
 
 // managementTarget is the management cluster of a finding: its own cluster when that is
@@ -76,13 +79,18 @@ func (a aimer) aim(cmd string, withManagement bool) (string, string) {
 		t = a.management
 	}
 	flag := map[string]string{"kubectl": "--context ", "helm": "--kube-context "}
+	serverFlag := map[string]string{"kubectl": " --server ", "helm": " --kube-apiserver "}
 	ctx := shellQuote(t.context)
 	if strings.HasPrefix(t.context, "<") {
 		ctx = t.context // a placeholder stays recognisable as one
 	}
 	out := programStart.ReplaceAllStringFunc(cmd, func(m string) string {
 		sub := programStart.FindStringSubmatch(m)
-		return sub[1] + sub[2] + " " + flag[sub[2]] + ctx + sub[3]
+		server := ""
+		if t.server != "" {
+			server = serverFlag[sub[2]] + shellQuote(t.server)
+		}
+		return sub[1] + sub[2] + " " + flag[sub[2]] + ctx + server + sub[3]
 	})
 	return out, t.note
 }

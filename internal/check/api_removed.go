@@ -8,6 +8,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/removedapi"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -21,26 +22,10 @@ import (
 // relays it (helm pkg/action upgrade.go; rancher/fleet helmdeployer).
 var apiRemoved = Check{
 	Name:  "api/removed",
-	Emits: []string{"api/removed"},
+	Emits: []string{"api/removed", "api/removed-in-target"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
-		type hit struct {
-			f    finding.Finding
-			seen map[string]bool
-		}
-		byKey := map[string]*hit{}
-		var order []string
-		add := func(key string, mk func() finding.Finding, e finding.Evidence) {
-			h := byKey[key]
-			if h == nil {
-				h = &hit{f: mk(), seen: map[string]bool{}}
-				byKey[key] = h
-				order = append(order, key)
-			}
-			if !h.seen[e.Source] && len(h.f.Evidence) < 5 {
-				h.seen[e.Source] = true
-				h.f.Evidence = append(h.f.Evidence, e)
-			}
-		}
+		fs := &apiFindings{byKey: map[string]*apiHit{}}
+		add := fs.add
 		for _, m := range ctx.Snap.Management() {
 			ix := newFleetIndex(m)
 			for _, bd := range m.BundleDeployments {
@@ -85,19 +70,83 @@ var apiRemoved = Check{
 						f.Keys = releaseKeys(ctx.Snap, c, newest)
 						f.Since = timePtr(r.Since())
 						f.Signature = "api-removed|" + genericBundle(r.Name) + "|" + kind + "|" + gv
-						f.Vars = map[string]string{"namespace": r.Namespace, "release": r.Name, "group-version": gv}
+						f.Vars = map[string]string{"namespace": r.Namespace, "release": r.Name, "group-version": gv, "revision": strconv.Itoa(newest.Revision), "kind": kind}
+						// What the table knows of the API Helm's message names (the manifest's
+						// own documents, when read, fill the rest).
+						if rm, ok := removedapi.Lookup(gv, kind); ok {
+							f.Vars["replacement"], f.Vars["review"] = rm.ReplacementAPIVersion(), rm.Review
+							f.Vars["kubernetes-version"] = "v" + rm.RemovedIn
+						}
 						return f
 					}, ev(sourceOf(c, ref("v1", "Secret", r.Namespace, r.SecretName)), "revision %s %s: %s", strconv.Itoa(r.Revision), r.Status, firstLine(msg)))
 				}
 			}
 		}
-		sort.Strings(order)
-		out := make([]finding.Finding, 0, len(order))
-		for _, k := range order {
-			out = append(out, byKey[k].f)
+		// What the manifests say: every revision of every release, every bundle.
+		tg := newTargets(ctx)
+		for _, c := range ctx.Snap.Clusters {
+			releaseAPIFindings(ctx, tg, c, fs)
 		}
-		return out, nil
+		for _, m := range ctx.Snap.Management() {
+			bundleAPIFindings(ctx, tg, m, fs)
+		}
+		return fs.list(), nil
 	},
+}
+
+// apiFindings gathers api/ findings by key: the error messages and the manifests of one
+// release or bundle make one finding, with evidence from both.
+type apiFindings struct {
+	byKey map[string]*apiHit
+	order []string
+}
+
+type apiHit struct {
+	f    finding.Finding
+	seen map[string]bool
+}
+
+// add starts the finding of key with mk if there is none yet, and adds e to it (an empty e
+// adds nothing); at most 6 quotes, one per source and text.
+func (a *apiFindings) add(key string, mk func() finding.Finding, e finding.Evidence) {
+	h := a.byKey[key]
+	if h == nil {
+		h = &apiHit{f: mk(), seen: map[string]bool{}}
+		a.byKey[key] = h
+		a.order = append(a.order, key)
+	}
+	if e.Text == "" {
+		return
+	}
+	if k := e.Source + "|" + e.Text; !h.seen[k] && len(h.f.Evidence) < 6 {
+		h.seen[k] = true
+		h.f.Evidence = append(h.f.Evidence, e)
+	}
+}
+
+// setVars fills the Vars the finding of key lacks (or has empty) with vars.
+func (a *apiFindings) setVars(key string, vars map[string]string) {
+	h := a.byKey[key]
+	if h == nil {
+		return
+	}
+	if h.f.Vars == nil {
+		h.f.Vars = map[string]string{}
+	}
+	for k, v := range vars {
+		if h.f.Vars[k] == "" {
+			h.f.Vars[k] = v
+		}
+	}
+}
+
+func (a *apiFindings) list() []finding.Finding {
+	sort.Strings(a.order)
+	out := make([]finding.Finding, 0, len(a.order))
+	for _, k := range a.order {
+		out = append(out, a.byKey[k].f)
+	}
+	return out
 }
 
 // removedAPIIn returns the first message that classifies as api/removed, with the kind and

@@ -50,4 +50,11 @@ func TestAPIRemovedFromReleaseHistory(t *testing.T) {
 	if len(f.Evidence) != 2 {
 		t.Errorf("want the two failed revisions quoted, got %+v", f.Evidence)
 	}
+	// The values the manifest rewrite reads, from the message and the removed-API table.
+	for k, want := range map[string]string{"release": "web", "namespace": "apps", "revision": "3", "group-version": "batch/v1beta1",
+		"kind": "CronJob", "replacement": "batch/v1", "kubernetes-version": "v1.25"} {
+		if f.Vars[k] != want {
+			t.Errorf("Vars[%s] = %q, want %q", k, f.Vars[k], want)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -131,12 +132,23 @@ var crdMissing = Check{
 }
 
 // crdVersions reports CRDs whose stored versions are no longer served: objects stored in a
-// version the API no longer offers cannot be read until they are migrated.
+// version the API no longer offers cannot be read until they are migrated. It also judges the
+// CRDs an upgrade is about to install — the CRD documents of a Fleet Bundle deployed to the
+// cluster (the fleet-crd chart of a Fleet upgrade, a chart's crds/) — against the cluster's
+// stored versions: the API server rejects a CRD whose spec.versions drops a stored version
+// ("status.storedVersions[0]: Invalid value: ...: missing from spec.versions; ... must remain in
+// spec.versions until a storage migration ensures no data remains persisted in ...";
+// apiextensions-apiserver validation), so the upgrade fails half-way (kubernetes#87691).
 var crdVersions = Check{
 	Name:  "crd/versions",
 	Emits: []string{"crd/version-not-served"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
+		// The CRDs being rolled out first: a stored version they drop blocks the rollout.
 		var out []finding.Finding
+		reported := map[string]bool{}
+		for _, m := range ctx.Snap.Management() {
+			out = append(out, targetCRDs(ctx, m, reported)...)
+		}
 		for _, c := range ctx.Snap.Clusters {
 			for _, crd := range c.CRDs {
 				served := map[string]bool{}
@@ -149,18 +161,139 @@ var crdVersions = Check{
 						bad = append(bad, sv)
 					}
 				}
-				if len(bad) == 0 {
+				if len(bad) == 0 || reported[c.Name+"/"+crd.Name] {
 					continue
 				}
 				obj := ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd.Name)
-				f := ctx.New("crd/version-not-served", c, obj, fmt.Sprintf("CRD %s has objects stored as %s, which the API no longer serves", crd.Name, strings.Join(bad, ", ")))
+				f := ctx.New("crd/version-not-served", c, obj, fmt.Sprintf("CRD %s has objects stored as %s, which the API no longer serves: migrate them to %s and trim status.storedVersions",
+					crd.Name, strings.Join(bad, ", "), orUnknown(storageVersion(crd))))
 				f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "status.storedVersions=%v; served versions: %s", crd.StoredVersions, servedList(crd))}
 				f.Keys = []string{"crd:" + c.Name + "/" + crd.Name}
+				f.Vars = crdVars(crd, bad)
+				reported[c.Name+"/"+crd.Name] = true
 				out = append(out, f)
 			}
 		}
 		return out, nil
 	},
+}
+
+// crdVars are the values the fix ladder's commands take (and the storage migration reads).
+// "objects" is left empty: counting them needs a live list, which the snapshot does not hold.
+func crdVars(crd *snapshot.CRD, drop []string) map[string]string {
+	return map[string]string{
+		"crd": crd.Name, "stored-versions": strings.Join(drop, ","), "storage-version": storageVersion(crd),
+		"group": crd.Group, "plural": crd.Plural, "objects": "",
+	}
+}
+
+func storageVersion(crd *snapshot.CRD) string {
+	for _, v := range crd.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "the storage version"
+	}
+	return s
+}
+
+// targetCRDs judges the CRD documents of the Bundles on management cluster m against the
+// stored versions of the CRDs on each cluster the Bundle is deployed to.
+func targetCRDs(ctx *Context, m *snapshot.Cluster, reported map[string]bool) []finding.Finding {
+	var out []finding.Finding
+	ix := newFleetIndex(m)
+	for _, bd := range m.BundleDeployments {
+		b := bundleOf(m, bd)
+		if b == nil {
+			continue
+		}
+		docs := m.BundleDocs[b.Namespace+"/"+b.Name]
+		if len(docs) == 0 {
+			id, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
+			docs = m.ContentDocs[id]
+		}
+		if !slices.ContainsFunc(docs, func(d manifest.Doc) bool { return d.CRD != nil }) {
+			continue
+		}
+		target, fleetRef := bdTarget(ctx, ix, m, bd)
+		dc := ctx.Snap.ClusterForFleet(fleetRef)
+		if dc == nil {
+			dc = ctx.Snap.Cluster(target)
+		}
+		if dc == nil {
+			continue
+		}
+		for _, d := range docs {
+			if d.CRD == nil || len(d.CRD.Versions) == 0 {
+				continue
+			}
+			crd := crdNamed(dc, d.Name)
+			if crd == nil || reported[dc.Name+"/"+crd.Name] {
+				continue
+			}
+			var drop []string
+			for _, sv := range crd.StoredVersions {
+				if !servedIn(d.CRD, sv) {
+					drop = append(drop, sv)
+				}
+			}
+			if len(drop) == 0 {
+				continue
+			}
+			reported[dc.Name+"/"+crd.Name] = true
+			obj := ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd.Name)
+			f := ctx.New("crd/version-not-served", dc, obj, fmt.Sprintf("CRD %s on cluster %s has objects stored as %s, which the CRD that bundle %s/%s rolls out no longer serves (%s): the API server rejects that CRD until the objects are migrated to %s and status.storedVersions is trimmed",
+				crd.Name, dc.Name, strings.Join(drop, ", "), b.Namespace, b.Name, servedDocList(d.CRD), orUnknown(storageVersion(crd))))
+			// Not a risk for later but a rollout that fails half-way: a blocker, as
+			// api/removed-in-target is.
+			f.Severity = finding.Error
+			f.Evidence = []finding.Evidence{
+				ev(sourceOf(dc, obj), "status.storedVersions=%v; served now: %s", crd.StoredVersions, servedList(crd)),
+				ev(sourceOf(m, bundleRef(b.Namespace, b.Name)), "%s: CustomResourceDefinition %s serves %s", d.Source, d.Name, servedDocList(d.CRD)),
+			}
+			f.Keys = []string{"crd:" + dc.Name + "/" + crd.Name, BundleKey(fleetRef, b.Name)}
+			f.Vars = crdVars(crd, drop)
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func crdNamed(c *snapshot.Cluster, name string) *snapshot.CRD {
+	for _, crd := range c.CRDs {
+		if crd.Name == name {
+			return crd
+		}
+	}
+	return nil
+}
+
+func servedIn(c *manifest.CRD, v string) bool {
+	for _, x := range c.Versions {
+		if x.Name == v {
+			return x.Served
+		}
+	}
+	return false
+}
+
+func servedDocList(c *manifest.CRD) string {
+	var s []string
+	for _, v := range c.Versions {
+		if v.Served {
+			s = append(s, v.Name)
+		}
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 // agentStillMisses reports whether the agent pod's logs, judged as agent/logs judges them

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unstick-dev/unstick/internal/removedapi"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -80,6 +82,9 @@ func TestScanExampleFindsEachStuckUpgrade(t *testing.T) {
 		"helm/release-pending":     "prod-eu-1",
 		"agent/crd-missing":        "prod-us-1",
 		"pod/unschedulable-taints": "edge-arm-1",
+		// prod-ap-1 is not stuck: its next upgrade (its Plan: v1.32) would break it
+		"api/removed-in-target":  "prod-ap-1",
+		"crd/version-not-served": "prod-ap-1",
 		// Rancher's own upgrades: a provisioned cluster's worker drain blocked by a
 		// PodDisruptionBudget, and an imported cluster's stuck Rancher-managed upgrade (with
 		// the operators' own Plan it disabled as a symptom).
@@ -229,7 +234,7 @@ func TestTableFitsHundredColumns(t *testing.T) {
 	for i, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "$ ") {
 			commands++
-			if !strings.Contains(line, "--context ") {
+			if !strings.Contains(line, "--context ") && !strings.Contains(line, "helm --kube-context ") {
 				t.Errorf("line %d: a command without --context: %q", i+1, line)
 			}
 			continue
@@ -378,5 +383,30 @@ users:
 		if d := time.Since(start); d > 6*time.Second {
 			t.Errorf("%v took %s, more than its timeout", c.args, d)
 		}
+	}
+}
+
+// explain api/ names the removed-API table's source; --table lists it, and only for api/ IDs.
+func TestExplainRemovedAPITable(t *testing.T) {
+	run := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+		return code, out.String()
+	}
+	code, out := run("explain", "api/removed-in-target")
+	if code != ExitOK || !strings.Contains(strings.Join(strings.Fields(out), " "), removedapi.Source()) || strings.Contains(out, "PodDisruptionBudget") {
+		t.Errorf("explain without --table (exit %d): want the source and no rows:\n%s", code, out)
+	}
+	code, out = run("explain", "api/removed", "--table")
+	if code != ExitOK {
+		t.Fatalf("explain --table: exit %d", code)
+	}
+	for _, r := range removedapi.All() {
+		if !strings.Contains(out, r.APIVersion()) || !strings.Contains(out, r.Kind) {
+			t.Errorf("--table lacks %s %s", r.APIVersion(), r.Kind)
+		}
+	}
+	if code, _ := run("explain", "helm/release-pending", "--table"); code != ExitUsage {
+		t.Errorf("--table on a helm/ ID: want exit %d, got %d", ExitUsage, code)
 	}
 }

@@ -53,6 +53,9 @@ destination and a non-empty directory are refused.`,
   # The management cluster and two downstream clusters, as a directory
   unstick collect --context rancher --context prod-eu-1 --context prod-us-1 --to ./bundle
 
+  # Every cluster the Rancher context's token may see, through Rancher's proxy
+  unstick collect --rancher --context rancher --to fleet.tar.gz
+
   # Later, anywhere
   unstick scan --from fleet-2026-11-28.tar.gz`,
 		Args: cobra.NoArgs,
@@ -89,7 +92,7 @@ func (o *collectOptions) validate(cmd *cobra.Command) error {
 
 func (o *collectOptions) run(ctx context.Context) error {
 	prog := newProgress(o.s.ErrOut, o.quiet)
-	live, err := o.kube.live(func(done, total int) { prog.update("collecting clusters: %d/%d", done, total) })
+	live, err := o.kube.live(ctx, func(done, total int) { prog.update("collecting clusters: %d/%d", done, total) })
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/unstick-dev/unstick/internal/catalog"
+	"github.com/unstick-dev/unstick/internal/removedapi"
 )
 
 type explainOptions struct {
@@ -15,6 +16,7 @@ type explainOptions struct {
 	id      string
 	catalog string
 	name    string // how unstick was called: "unstick" or "kubectl unstick"
+	table   bool   // print the removed-API table (api/ IDs)
 }
 
 func newExplainCmd(s Streams) *cobra.Command {
@@ -25,11 +27,17 @@ func newExplainCmd(s Streams) *cobra.Command {
 		Long: `Without an ID, lists every finding ID of the catalogue with its severity and title; with a
 family (helm/, helm/* or helm), the IDs of that family. With an ID, prints the catalogue entry:
 the explanation, the detection rule and its thresholds, and the fix ladder from the lowest-risk
-rung up, with the equivalent kubectl and helm commands.`,
+rung up, with the equivalent kubectl and helm commands.
+
+The api/ entries (api/removed, api/removed-in-target) also name the removed-API table they judge
+by: which built-in group/version/kind each Kubernetes minor stops serving and what replaces it,
+derived from the prerelease-lifecycle methods of the k8s.io/api version unstick is built with.
+--table prints that table.`,
 		Example: `  unstick explain
   unstick explain helm/
   unstick explain helm/release-pending
-  unstick explain suc/image-missing`,
+  unstick explain suc/image-missing
+  unstick explain api/removed-in-target --table`,
 		Args: cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			c, err := catalog.Load()
@@ -47,6 +55,7 @@ rung up, with the equivalent kubectl and helm commands.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
+	cmd.Flags().BoolVar(&o.table, "table", false, "with an api/ ID: print the removed-API table (group/version, kind, removed in, replacement)")
 	return cmd
 }
 
@@ -69,7 +78,41 @@ func (o *explainOptions) run() error {
 		}
 		return usageErrorf("%s (run '%s explain' for the list)", msg, o.name)
 	}
-	return printEntry(o.s.Out, e, o.name)
+	if o.table && !strings.HasPrefix(e.ID, "api/") {
+		return usageErrorf("--table prints the removed-API table of the api/ entries, not of %s", e.ID)
+	}
+	if err := printEntry(o.s.Out, e, o.name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(e.ID, "api/") {
+		return printRemovedTable(o.s.Out, o.table, e.ID, o.name)
+	}
+	return nil
+}
+
+// printRemovedTable names the removed-API table's source and, with all, lists it.
+func printRemovedTable(w io.Writer, all bool, id, name string) error {
+	rs := removedapi.All()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nREMOVED-API TABLE\n%s\n", indent("Source: "+removedapi.Source()+".", "  "))
+	if !all {
+		fmt.Fprintf(&b, "  %d group/version/kinds; '%s explain %s --table' lists them.\n", len(rs), name, id)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	fmt.Fprintf(&b, "  %-48s %-34s %-8s %s\n", "REMOVED apiVersion", "KIND", "IN", "REPLACEMENT")
+	for _, r := range rs {
+		rp := r.ReplacementAPIVersion()
+		if rp == "" {
+			rp = "(none)"
+		}
+		if r.Review != "" {
+			rp += " — review: " + r.Review
+		}
+		fmt.Fprintf(&b, "  %-48s %-34s %-8s %s\n", r.APIVersion(), r.Kind, r.RemovedIn, rp)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // familyIDs are the IDs of the family id names: "helm/", "helm/*" or plain "helm".

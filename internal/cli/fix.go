@@ -98,6 +98,9 @@ object changed since planning, or the input held no Kubernetes object; 2 usage e
   unstick fix --context rancher --context prod-eu-1 --only helm/ \
       --only-cluster prod-eu-1 -o json
 
+  # The plan for every cluster a Rancher user may see, read through Rancher's proxy
+  unstick fix --rancher --context rancher --only-cluster prod-eu-1
+
   # Carry it out, rolling back pending Helm releases (medium risk), without prompts
   unstick fix --context prod-eu-1 --apply --yes --max-risk medium \
       --backup-dir ./fix-prod-eu-1
@@ -265,7 +268,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 	if dir == "" {
 		dir = "unstick-fix-" + runID[:len("20060102T150405")] + "Z"
 	}
-	targets, err := o.kube.targets()
+	targets, err := o.kube.targets(ctx)
 	if err != nil {
 		return err
 	}

@@ -40,14 +40,16 @@ func TestFixPlansTheExampleFleet(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		"Fix plan: 2 incidents, 5 steps; max risk low. Nothing is changed without --apply.",
+		"Fix plan: 4 incidents, 10 steps; max risk low. Nothing is changed without --apply.",
 		"Incident 1: helm/release-pending on prod-eu-1",
 		`kubectl --context local -n fleet-default patch clusters.fleet.cattle.io c-m-4x7kq2zt --type merge -p '{"spec":{"redeployAgentGeneration":3}}'`,
 		"helm --kube-context prod-eu-1 -n cattle-fleet-system rollback fleet-agent-c-m-4x7kq2zt 3",
 		"above --max-risk low: not run",
 		"kubectl --context prod-us-1 -n cattle-fleet-system rollout restart deployment/fleet-agent",
-		"No automatic fix (3):",
+		"No automatic fix (4):",
 		"pod/unschedulable-taints on edge-arm-1",
+		// prod-ap-1's upgrade gate: the bundle's file is changed in Git, by hand.
+		"api/removed-in-target on local — Bundle/fleet-default/platform-apf",
 		// Rancher's own upgrades: guided fixes only.
 		"rancher/drain-blocked on local — Machine/fleet-default/prod-eu-2-worker-6mq2r",
 		"rancher/imported-upgrade-stuck on local — Cluster/c-9qzbw",
@@ -76,15 +78,22 @@ func TestFixPlansTheExampleFleet(t *testing.T) {
 	if err := json.Unmarshal([]byte(jout), &p); err != nil {
 		t.Fatal(err)
 	}
-	if p.SchemaVersion != "1" || p.MaxRisk != "medium" || len(p.Incidents) != 2 {
+	if p.SchemaVersion != "1" || p.MaxRisk != "medium" || len(p.Incidents) != 4 {
 		t.Errorf("JSON plan: schema %q, maxRisk %q, %d incidents", p.SchemaVersion, p.MaxRisk, len(p.Incidents))
 	}
+	// Above --max-risk medium is only prod-ap-1's stored-versions trim (high).
+	var above []string
 	for _, inc := range p.Incidents {
 		for _, a := range inc.Attempts {
 			if a.AboveMaxRisk {
-				t.Errorf("nothing in the example is above --max-risk medium")
+				for _, s := range a.Steps {
+					above = append(above, s.Rung+"/"+s.Risk)
+				}
 			}
 		}
+	}
+	if len(above) != 1 || above[0] != "realign/high" {
+		t.Errorf("steps above --max-risk medium: %v; want only the CRD trim (realign/high)", above)
 	}
 	// Release payloads never appear in a plan: only the Secrets' names.
 	b, err := os.ReadFile(filepath.Join(example, "clusters", "prod-eu-1", "cattle-fleet-system", "secrets.yaml"))

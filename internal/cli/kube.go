@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -22,6 +23,7 @@ type kubeFlags struct {
 	timeout     time.Duration
 	concurrency int
 	logLines    int64
+	rancher     rancherFlags
 }
 
 func newKubeFlags() *kubeFlags {
@@ -39,6 +41,7 @@ func (k *kubeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&k.timeout, "timeout", 60*time.Second, "give up on a cluster that has not been read in this time")
 	fs.IntVar(&k.concurrency, "concurrency", 8, "clusters read at once (and lists at once within a cluster)")
 	fs.Int64Var(&k.logLines, "log-lines", 500, "lines of each interesting container log to read")
+	k.rancher.addFlags(fs)
 }
 
 // connectionFlags are the names of the flags that choose or reach a cluster: every flag
@@ -46,7 +49,7 @@ func (k *kubeFlags) addFlags(fs *pflag.FlagSet) {
 func connectionFlags() map[string]bool {
 	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	newKubeFlags().cf.AddFlags(fs)
-	names := map[string]bool{"context": true, "all-contexts": true}
+	names := map[string]bool{"context": true, "all-contexts": true, "rancher": true, "rancher-url": true}
 	fs.VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
 	return names
 }
@@ -127,10 +130,19 @@ func (k *kubeFlags) restConfig(context string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// targets resolves the contexts to read into REST configs.
-func (k *kubeFlags) targets() ([]source.Target, error) {
+// targets resolves the contexts to read into REST configs. With --rancher or --rancher-url
+// each Rancher context stands for every cluster its token may see (rancherTargets). Contexts
+// that reach one cluster twice (a Rancher kubeconfig's proxy and authorized-endpoint
+// contexts) are read once.
+func (k *kubeFlags) targets(ctx context.Context) ([]source.Target, error) {
 	if err := k.validate(); err != nil {
 		return nil, err
+	}
+	if err := k.rancher.validate(k); err != nil {
+		return nil, err
+	}
+	if k.rancher.url != "" {
+		return k.rancherURLTargets(ctx)
 	}
 	raw, err := k.cf.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
@@ -159,6 +171,11 @@ func (k *kubeFlags) targets() ([]source.Target, error) {
 			return nil, usageErrorf("--context %q: no such context in the kubeconfig (it has: %s)", n, contextList(raw.Contexts))
 		}
 	}
+	matches := matchRancherContexts(&raw)
+	names = onePerCluster(names, matches, !k.allContexts)
+	if k.rancher.on {
+		return k.rancherTargets(ctx, names, &raw, matches)
+	}
 	var out []source.Target
 	for _, n := range names {
 		cfg, err := k.restConfig(n)
@@ -169,7 +186,16 @@ func (k *kubeFlags) targets() ([]source.Target, error) {
 		if name == "" {
 			name = "default"
 		}
-		out = append(out, source.Target{Name: name, Server: cfg.Host, Config: cfg})
+		t := source.Target{Name: name, Server: cfg.Host, Config: cfg}
+		if m, ok := matches[n]; ok && m.via == viaEndpoint {
+			// An authorized endpoint context is named after the cluster (its proxy context,
+			// named after the display name) so that it meets its Fleet Cluster; commands keep
+			// the context read through.
+			if p := contextFor(matches, m.base, m.id); p != "" && p != n {
+				t.Name, t.Context = p, n
+			}
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }
@@ -186,8 +212,8 @@ func contextList[V any](m map[string]V) string {
 	return strings.Join(names, ", ")
 }
 
-func (k *kubeFlags) live(progress func(done, total int)) (*source.Live, error) {
-	ts, err := k.targets()
+func (k *kubeFlags) live(ctx context.Context, progress func(done, total int)) (*source.Live, error) {
+	ts, err := k.targets(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func kubeTargets(t *testing.T, args ...string) map[string]*rest.Config {
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := k.targets()
+	ts, err := k.targets(t.Context())
 	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}

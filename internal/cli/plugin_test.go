@@ -40,8 +40,16 @@ func TestPluginDisplayName(t *testing.T) {
 		t.Errorf("root --help as a plugin:\n%s", out)
 	}
 	_, errOut, code := runIn(t, "/usr/local/bin/kubectl-unstick", "scan", "--frm", "x")
-	if code != ExitUsage || !strings.Contains(errOut, "See 'kubectl unstick --help'") {
+	if code != ExitUsage || !strings.Contains(errOut, "See 'kubectl unstick scan --help'") {
 		t.Errorf("usage error as a plugin: exit %d, %q", code, errOut)
+	}
+	_, errOut, code = runIn(t, "/usr/local/bin/unstick", "fix", "--max-risk", "extreme")
+	if code != ExitUsage || !strings.Contains(errOut, "See 'unstick fix --help'") {
+		t.Errorf("a usage error does not point at the subcommand's help: exit %d, %q", code, errOut)
+	}
+	_, errOut, code = runIn(t, "/usr/local/bin/unstick", "scna")
+	if code != ExitUsage || !strings.Contains(errOut, "See 'unstick --help'") {
+		t.Errorf("an unknown command does not point at the root help: exit %d, %q", code, errOut)
 	}
 	// As plain unstick nothing says kubectl.
 	out, _, _ = runIn(t, "/usr/local/bin/unstick", "scan", "--help")

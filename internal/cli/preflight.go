@@ -47,7 +47,14 @@ func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
     (suc/image-missing, suc/image-arch, suc/image-floating, suc/controller-image);
   - the kubectl image takes the drain flags the Plans use and is within one minor of the cluster
     (suc/kubectl-skew);
-  - required CRDs exist and their stored versions are still served (crd/);
+  - required CRDs exist and their stored versions are still served, and the CRDs a Fleet bundle
+    is rolling out keep every stored version (crd/);
+  - the API gate: no Helm release revision (the deployed one and any pending or failed after it)
+    and no Fleet bundle file uses an API version that the Kubernetes version the cluster's next
+    upgrade installs no longer serves (api/removed-in-target); that version is read per cluster
+    from its Kubernetes upgrade Plans (spec.version, else status.latestVersion) or from Rancher
+    (spec.kubernetesVersion of provisioning.cattle.io Clusters, rke2Config/k3sConfig of imported
+    ones). 'unstick explain api/removed-in-target --table' lists the removed-API table;
   - no Helm release is pending or failed (helm/); Fleet agents are current and checking in;
   - at least 20 % allocatable CPU and memory is free (cluster/headroom-low);
   - an etcd snapshot newer than 24 h exists where Rancher manages RKE2/K3s
@@ -55,7 +62,10 @@ func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
   - the agents' configuration (config/).
 
 With --target-version, Kubernetes upgrade Plans (rke2-upgrade, k3s-upgrade) are judged as if moved
-to that version: the images they would pull for it, and kubectl against its minor.
+to that version: the images they would pull for it, and kubectl against its minor; and every
+cluster's API gate is judged against it instead of its Plans' or Rancher's version.
+
+Each blocker is printed with its fix commands, aimed at its cluster with --context.
 
 Images are checked against their registries (HEAD requests, no layer downloads) with the docker
 config credentials and, live, the workloads' imagePullSecrets; --offline-registry judges them by
@@ -77,7 +87,10 @@ held no Kubernetes object; 2 usage error.`,
       --target-version v1.31.4+rke2r1
 
   # As JSON for a pipeline gate
-  unstick preflight --context prod -o json`,
+  unstick preflight --context prod -o json
+
+  # Every cluster a Rancher user may see, through Rancher's proxy
+  unstick preflight --rancher --context rancher`,
 		Args: noArgsFrom,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
@@ -274,6 +287,12 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 		fmt.Fprintln(w, "\nBLOCKING")
 		for _, f := range r.Blocking {
 			fmt.Fprintf(w, "  %-8s %-5s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.Kind, f.ID, whereLabel(f.Finding), f.Summary)
+			if st := fixStep(f.Finding); st != nil {
+				fmt.Fprintf(w, "           fix (%s, risk %s):\n", st.Rung, st.Risk)
+				for _, c := range st.Commands {
+					fmt.Fprintf(w, "             $ %s\n", c)
+				}
+			}
 		}
 		for _, row := range r.BlockingImages {
 			fmt.Fprintf(w, "  %-8s %-5s image %s %s; used by %s\n", "IMAGE", "gate", row.Ref, row.problem(), strings.Join(row.usedBy(), "; "))
@@ -319,4 +338,16 @@ func whereLabel(f finding.Finding) string {
 		return f.Cluster + " → " + f.Affects
 	}
 	return f.Cluster
+}
+
+// fixStep is the first rung of a blocker's ladder that changes something and names commands:
+// what preflight prints under the blocker, aimed at its cluster (the full ladder is in scan and
+// explain).
+func fixStep(f finding.Finding) *finding.Step {
+	for i, st := range f.Remediation {
+		if st.Rung != "observe" && len(st.Commands) > 0 {
+			return &f.Remediation[i]
+		}
+	}
+	return nil
 }

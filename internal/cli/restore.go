@@ -91,7 +91,7 @@ func (o *restoreOptions) run(ctx context.Context) error {
 	}
 	configs := map[string]*rest.Config{}
 	if len(o.kube.contexts) > 0 {
-		targets, err := o.kube.targets()
+		targets, err := o.kube.targets(ctx)
 		if err != nil {
 			return err
 		}

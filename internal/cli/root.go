@@ -65,8 +65,18 @@ func Run(ctx context.Context, s Streams, args []string) int {
 func runAs(ctx context.Context, s Streams, argv0 string, args []string) int {
 	root := newRoot(s, argv0)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return exitCode(s, displayName(argv0), err)
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(s, displayName(argv0), helpFor(displayName(argv0), root, cmd), err)
+}
+
+// helpFor is the command whose --help a usage error points at: the subcommand that failed
+// ("unstick fix --help"), as the user invoked unstick.
+func helpFor(name string, root, cmd *cobra.Command) string {
+	var path []string
+	for c := cmd; c != nil && c != root; c = c.Parent() {
+		path = append([]string{c.Name()}, path...)
+	}
+	return strings.Join(append([]string{name}, path...), " ")
 }
 
 // displayName is how the user called unstick: "kubectl unstick" when the binary is the
@@ -79,7 +89,7 @@ func displayName(argv0 string) string {
 	return "unstick"
 }
 
-func exitCode(s Streams, name string, err error) int {
+func exitCode(s Streams, name, help string, err error) int {
 	if err == nil {
 		return ExitOK
 	}
@@ -94,7 +104,7 @@ func exitCode(s Streams, name string, err error) int {
 	}
 	var ue *UsageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
-		fmt.Fprintf(s.ErrOut, "error: %v\nSee '%s --help'.\n", err, name)
+		fmt.Fprintf(s.ErrOut, "error: %v\nSee '%s --help'.\n", err, help)
 		return ExitUsage
 	}
 	fmt.Fprintf(s.ErrOut, "error: %v\n", err)

@@ -47,7 +47,22 @@ symptoms linked, evidence quoted, and the next safe step. Nothing is changed.
 Live, unstick reads the current context, the contexts named with --context (repeatable), or
 --all-contexts: the Rancher management cluster (the one serving clusters.fleet.cattle.io)
 and downstream clusters, matched to their Fleet Clusters by name, Rancher display name or
-the /k8s/clusters/<id> in their server URL. Lists are paginated and run in parallel; only
+the /k8s/clusters/<id> in their server URL. A cluster that two contexts of a Rancher
+kubeconfig reach (through Rancher and through an authorized cluster endpoint) is read once.
+
+With --rancher, the context points at Rancher (https://rancher.example.com, or any
+https://<rancher>/k8s/clusters/<id> context of a Rancher kubeconfig): unstick lists the
+clusters its token may see (Rancher's /v1/management.cattle.io.clusters, filtered by the
+user's access) and reads each one through Rancher's proxy, https://<rancher>/k8s/clusters/<id>,
+with the same credentials: one token for the whole fleet, "local" included when the user may
+see it. --concurrency and --timeout bound the clusters read at once and each cluster's read;
+a cluster that cannot be read is listed under errors and the others are judged. Clusters are
+named by their Rancher display name. Without a kubeconfig, --rancher-url URL takes the token
+from the environment variable RANCHER_TOKEN (never from a flag). Printed commands use the
+kubeconfig's own context for a cluster when it has one, else the Rancher context with
+--server https://<rancher>/k8s/clusters/<id>.
+
+Lists are paginated and run in parallel; only
 the namespaces upgrades depend on are read (cattle-*, fleet-*, cluster-fleet-*,
 system-upgrade, kube-system), Helm release Secrets by label owner=helm. A resource that is
 forbidden or not served is listed under errors and the scan goes on.
@@ -75,6 +90,13 @@ object at all; 2 usage error (including an --only-cluster that names no cluster 
   # The current kube context, and then three clusters at once
   unstick scan
   unstick scan --context rancher --context prod-eu-1 --context prod-us-1
+
+  # Every cluster a Rancher user may see, through Rancher, from one context
+  unstick scan --rancher --context rancher
+
+  # The same without a kubeconfig: the token comes from the environment, never a flag
+  export RANCHER_TOKEN=token-abc12:...   # an API key from Rancher's "Account & API Keys"
+  unstick scan --rancher-url https://rancher.example.com
 
   # A support bundle, as JSON, judged at a fixed time
   unstick scan --from support-bundle.tar.gz --now 2026-11-28T09:30:00Z -o json
@@ -147,7 +169,7 @@ func (o *scanOptions) validate() error {
 		return err
 	}
 	if o.from != "" && o.live {
-		return usageErrorf("--from reads an offline bundle; it cannot be combined with the flags that reach a live cluster (--context, --all-contexts, --kubeconfig, --as, --server, --request-timeout, ...)")
+		return usageErrorf("--from reads an offline bundle; it cannot be combined with the flags that reach a live cluster (--context, --all-contexts, --rancher, --rancher-url, --kubeconfig, --as, --server, --request-timeout, ...)")
 	}
 	if o.from != "" {
 		if _, err := os.Stat(o.from); err != nil {

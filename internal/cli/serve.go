@@ -72,6 +72,10 @@ the Helm chart sets it from the memory limit).`,
   # A management cluster and two downstream clusters, reachable from other hosts
   unstick serve --context rancher --context prod-eu-1 --context prod-us-1 --listen :9090
 
+  # Every cluster the Rancher context's token may see, through Rancher's proxy (the list of
+  # clusters is read at start: restart serve to pick up a new cluster)
+  unstick serve --rancher --context rancher
+
   # Treat a Helm release as stuck after 5 minutes
   unstick serve --threshold helm.pendingAfter=5m`,
 		Args: cobra.NoArgs,
@@ -109,7 +113,7 @@ func (o *serveOptions) complete() error {
 }
 
 func (o *serveOptions) run(ctx context.Context) error {
-	targets, err := o.kube.targets()
+	targets, err := o.kube.targets(ctx)
 	if err != nil {
 		// In a pod (the Helm chart, the Fleet bundle) there is no kubeconfig: the pod's
 		// ServiceAccount reads its own cluster.

@@ -111,7 +111,7 @@ func (l *upgradeLoader) load(ctx context.Context) (*upgradeInputs, error) {
 			l.g.log.Info("skipped", "file", sk.File, "line", sk.Line, "reason", sk.Reason)
 		}
 	} else {
-		if live, err = l.kube.live(func(done, total int) { prog.count("reading clusters", done, total, "clusters") }); err != nil {
+		if live, err = l.kube.live(ctx, func(done, total int) { prog.count("reading clusters", done, total, "clusters") }); err != nil {
 			return nil, err
 		}
 		if snap, err = live.Load(ctx); err != nil {

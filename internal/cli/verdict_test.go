@@ -367,3 +367,27 @@ func TestTruncatedArchiveIsNotAnAllClear(t *testing.T) {
 		}
 	}
 }
+
+// --target-version judges every cluster against that version: a release whose manifest uses an
+// API it removes blocks, named with its revision, the removed version, the replacement and the
+// fix command aimed at its cluster; without the flag (and no Plan) the same cluster is a go.
+func TestPreflightTargetVersionGate(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "scenarios", "api", "real-k8s132-flowschema-removed-healthy")
+	out, errOut, code := run(t, "preflight", "--from", dir, "--offline-registry", "--now", "2026-11-28T09:30:00Z")
+	if code != ExitOK || strings.Contains(out, "api/removed") {
+		t.Fatalf("without --target-version: exit %d, want %d:\n%s%s", code, ExitOK, out, errOut)
+	}
+	out, errOut, code = run(t, "preflight", "--from", dir, "--offline-registry", "--now", "2026-11-28T09:30:00Z", "--target-version", "v1.32.0")
+	if code != ExitFindings {
+		t.Fatalf("--target-version v1.32.0: exit %d, want %d:\n%s%s", code, ExitFindings, out, errOut)
+	}
+	for _, want := range []string{
+		"gate  api/removed-in-target [prod-ap-1] Helm release kube-system/apf-tuning",
+		"(revision 2)", "flowcontrol.apiserver.k8s.io/v1beta3 (→ flowcontrol.apiserver.k8s.io/v1)", "--target-version is v1.32.0",
+		"$ helm --kube-context prod-ap-1 mapkubeapis apf-tuning --namespace kube-system",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("preflight does not say %q:\n%s", want, out)
+		}
+	}
+}

@@ -23,10 +23,17 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/cli"
 	"github.com/unstick-dev/unstick/internal/report"
+	"github.com/unstick-dev/unstick/internal/testenv"
 )
 
 // syncBuffer is a bytes.Buffer safe for a goroutine writing while the test reads.
@@ -1070,4 +1077,116 @@ func serveOutputs(t *testing.T, kubeconfig string, check func(string, []byte), e
 	check("serve /metrics", httpGet(t, "http://"+addr+"/metrics"))
 	check("serve / (dashboard)", httpGet(t, "http://"+addr+"/"))
 	check("serve (stderr)", []byte(errOut.String()))
+}
+
+// The Rancher token of --rancher and --rancher-url is a secret like the planted ones: the
+// fleet of the canary bundle, read through the Rancher stand-in (rancher_proxy_test.go) with a
+// canary token, prints it nowhere — not in reports, errors, logs, bundles, plans or serve's
+// endpoints — and neither does a refused token.
+func TestCanaryRancherTokenStaysSecret(t *testing.T) {
+	c, dir := plantedBundle(t)
+	f := replay(t, dir)
+	out := func(name string, data []byte) { c.check(t, name, data) }
+	token := "token-canary:" + c.v("Rancher API token")
+	standIn := testenv.NewRancherStandIn()
+	t.Cleanup(standIn.Close)
+	ids := map[string]string{"local": "local", "prod-eu-1": "c-m-canary01"}
+	mgmt := map[string]string{}
+	for name, env := range f.envs {
+		id, ok := ids[name]
+		if !ok {
+			t.Fatalf("the canary fleet has a cluster %s the test gives no Rancher ID", name)
+		}
+		logs := filepath.Join(t.TempDir(), "logs")
+		if _, err := testenv.CopyLogs(dir, name, logs); err != nil {
+			t.Fatal(err)
+		}
+		h, err := testenv.LogProxy(env.Config, logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		standIn.AddCluster(id, h)
+		standIn.Allow(token, id)
+		mgmt[id] = name
+	}
+	local := f.envs["local"].Config
+	if err := testenv.InstallCRDs(t.Context(), local, testenv.RancherManagementClusterCRD()); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, name := range mgmt {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
+			"metadata": map[string]any{"name": id}, "spec": map[string]any{"displayName": name}}}
+		if _, err := dyn.Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "clusters"}).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["rancher"] = &clientcmdapi.Cluster{Server: standIn.URL(), CertificateAuthorityData: standIn.CAData()}
+	kc.AuthInfos["rancher"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["rancher"] = &clientcmdapi.Context{Cluster: "rancher", AuthInfo: "rancher"}
+	kc.CurrentContext = "rancher"
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	rancher := func(extra ...string) []string {
+		return append([]string{"--kubeconfig", kubeconfig, "--rancher", "--offline-registry", "--now", f.now}, extra...)
+	}
+
+	for _, format := range []string{"json", "table", "html"} {
+		stdout, stderr, code := run(t, append([]string{"scan"}, rancher("-o", format, "-vv")...)...)
+		if code != 3 {
+			t.Errorf("scan --rancher -o %s: exit %d, want 3\n%s", format, code, stderr)
+		}
+		out("scan --rancher -o "+format+" (stdout)", []byte(stdout))
+		out("scan --rancher -o "+format+" -vv (stderr)", []byte(stderr))
+	}
+	for _, args := range [][]string{
+		append([]string{"preflight"}, rancher("-o", "json")...),
+		append([]string{"fix"}, rancher("--only", "helm/", "-o", "json")...),
+		append([]string{"fix"}, rancher("--only", "helm/")...),
+	} {
+		stdout, stderr, code := run(t, args...)
+		if code == 1 || code == 2 || stdout == "" {
+			t.Errorf("%s --rancher: exit %d\n%s", args[0], code, stderr)
+		}
+		out(args[0]+" --rancher (stdout)", []byte(stdout))
+		out(args[0]+" --rancher (stderr)", []byte(stderr))
+	}
+	bundle := filepath.Join(t.TempDir(), "collected.tar.gz")
+	stdout, stderr, code := run(t, "collect", "--kubeconfig", kubeconfig, "--rancher", "--to", bundle, "-q")
+	if code != 0 {
+		t.Fatalf("collect --rancher exit %d: %s", code, stderr)
+	}
+	out("collect --rancher (stdout)", []byte(stdout))
+	out("collect --rancher (stderr)", []byte(stderr))
+	for name, b := range untar(t, bundle) {
+		out("collect --rancher bundle file "+name, b)
+	}
+
+	// --rancher-url: the token from the environment; then a refused one.
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, standIn.CAData(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("RANCHER_TOKEN", token)
+	stdout, stderr, code = run(t, "scan", "--rancher-url", standIn.URL(), "--certificate-authority", ca, "--offline-registry", "--now", f.now, "-o", "json", "-vv")
+	if code != 3 {
+		t.Errorf("scan --rancher-url: exit %d, want 3\n%s", code, stderr)
+	}
+	out("scan --rancher-url (stdout)", []byte(stdout))
+	out("scan --rancher-url -vv (stderr)", []byte(stderr))
+	t.Setenv("RANCHER_TOKEN", "token-wrong:"+c.v("refused Rancher API token"))
+	stdout, stderr, code = run(t, "scan", "--rancher-url", standIn.URL(), "--certificate-authority", ca, "-vv")
+	if code != 1 || !strings.Contains(stderr, "401") {
+		t.Errorf("scan --rancher-url with a wrong token: exit %d, want 1 naming the 401\n%s", code, stderr)
+	}
+	out("scan --rancher-url, refused (stdout)", []byte(stdout))
+	out("scan --rancher-url, refused -vv (stderr)", []byte(stderr))
+
+	serveOutputs(t, kubeconfig, func(name string, b []byte) { out("--rancher "+name, b) }, "--rancher")
 }

@@ -18,6 +18,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
+
+	"github.com/unstick-dev/unstick/internal/manifest"
 )
 
 // SecretType is the type Helm gives its release storage Secrets.
@@ -50,6 +52,10 @@ type Release struct {
 	Deleted       time.Time // info.deleted: when an uninstall started
 	Description   string
 	SecretName    string
+	// Docs are the documents of the revision's manifest, by identity only (apiVersion, kind,
+	// namespace, name, template path): which APIs the revision uses. The manifest itself is
+	// not kept.
+	Docs []manifest.Doc
 	// PayloadError is set when the record could not be decoded; the fields above then come
 	// from the Secret's labels only.
 	PayloadError error
@@ -122,6 +128,7 @@ func FromSecret(name, namespace string, labels map[string]string, data []byte) *
 		r.ChartVersion = rel.Chart.Metadata.Version
 		r.AppVersion = rel.Chart.Metadata.AppVersion
 	}
+	r.Docs = manifest.Docs(rel.Manifest, "")
 	// The label is what `helm` and Fleet query by; when the two disagree the record wins,
 	// as Helm's own storage driver decodes the record.
 	return r
@@ -221,13 +228,15 @@ func Decode(data []byte) (*release.Release, error) {
 }
 
 // storedRecord is the part of Helm's stored release that unstick reads: name, revision, status,
-// times, description and the chart's metadata. Decoding only these skips the values, the
-// config, the chart's templates and the manifest without building them in memory (a release
+// times, description, the chart's metadata and the manifest (read for its documents'
+// identities, then dropped by FromSecret). Decoding only these skips the values, the config
+// and the chart's templates without building them in memory (a release
 // whose config holds millions of empty objects decodes in the time it takes to scan it).
 type storedRecord struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
 	Version   int    `json:"version"`
+	Manifest  string `json:"manifest"`
 	Info      *struct {
 		FirstDeployed helmtime.Time  `json:"first_deployed"`
 		LastDeployed  helmtime.Time  `json:"last_deployed"`
@@ -246,7 +255,7 @@ type storedRecord struct {
 }
 
 func (r *storedRecord) release() *release.Release {
-	out := &release.Release{Name: r.Name, Namespace: r.Namespace, Version: r.Version}
+	out := &release.Release{Name: r.Name, Namespace: r.Namespace, Version: r.Version, Manifest: r.Manifest}
 	if r.Info != nil {
 		out.Info = &release.Info{FirstDeployed: r.Info.FirstDeployed, LastDeployed: r.Info.LastDeployed, Deleted: r.Info.Deleted,
 			Description: r.Info.Description, Status: r.Info.Status}

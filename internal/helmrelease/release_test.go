@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -248,3 +250,25 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	zw.Close()
 	return buf.Bytes()
 }
+
+// Every revision keeps the identity of each document of its manifest — apiVersion, kind,
+// namespace, name, template path — and nothing else of it: no value reaches the Release.
+func TestFromSecretKeepsManifestIdentitiesOnly(t *testing.T) {
+	manifest := "---\n# Source: apf/templates/fs.yaml\napiVersion: flowcontrol.apiserver.k8s.io/v1beta3\nkind: FlowSchema\nmetadata:\n  name: apf-fs\nspec:\n  matchingPrecedence: 1000\n" +
+		"---\n# Source: apf/templates/secret.yaml\napiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: apps\nstringData:\n  password: s3cr3t-value\n"
+	rec := `{"name":"apf","namespace":"apps","version":2,"info":{"status":"deployed","description":"Upgrade complete"},` +
+		`"config":{"password":"s3cr3t-value"},"manifest":` + strconvQuote(manifest) + `}`
+	r := FromSecret("sh.helm.release.v1.apf.v2", "apps", map[string]string{"name": "apf", "owner": "helm", "status": "deployed", "version": "2"}, b64(gzipped(t, []byte(rec))))
+	if r.PayloadError != nil {
+		t.Fatal(r.PayloadError)
+	}
+	if len(r.Docs) != 2 || r.Docs[0].APIVersion != "flowcontrol.apiserver.k8s.io/v1beta3" || r.Docs[0].Kind != "FlowSchema" || r.Docs[0].Name != "apf-fs" ||
+		r.Docs[0].Source != "apf/templates/fs.yaml" || r.Docs[1].Namespace != "apps" || r.Docs[1].Name != "creds" {
+		t.Fatalf("docs: %+v", r.Docs)
+	}
+	if s := fmt.Sprintf("%+v", *r); strings.Contains(s, "s3cr3t") || strings.Contains(s, "matchingPrecedence") {
+		t.Errorf("a value of the manifest or config is kept: %s", s)
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

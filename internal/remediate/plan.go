@@ -99,6 +99,15 @@ const (
 	RemoveNodeLabel Action = "remove-node-label"
 	// Uncordon makes a node schedulable again.
 	Uncordon Action = "uncordon"
+	// HelmRewriteAPIs replaces removed apiVersions in a release record's stored manifest with
+	// their replacements (what helm-mapkubeapis does), in place, through Helm's storage.
+	HelmRewriteAPIs Action = "helm-rewrite-apis"
+	// MigrateStorage rewrites every object of a CRD so the API server stores it in the
+	// CRD's storage version (a StorageVersionMigration when the cluster runs one).
+	MigrateStorage Action = "migrate-storage"
+	// TrimStoredVersions sets a CRD's status.storedVersions to its storage version, after a
+	// migration.
+	TrimStoredVersions Action = "trim-stored-versions"
 )
 
 // Mutating reports whether the action changes the cluster.
@@ -182,12 +191,45 @@ type Step struct {
 	Notes []string `json:"notes,omitempty"`
 
 	// Parameters of the change, by action.
-	Generation int64        `json:"generation,omitempty"` // redeploy-agent, force-sync: the value written
-	Previous   int64        `json:"previous,omitempty"`   // the value it replaces
-	Helm       *HelmChange  `json:"helm,omitempty"`
-	Image      *ImageChange `json:"image,omitempty"`
-	Label      string       `json:"label,omitempty"` // remove-node-label: the key
-	LabelValue string       `json:"labelValue,omitempty"`
+	Generation int64             `json:"generation,omitempty"` // redeploy-agent, force-sync: the value written
+	Previous   int64             `json:"previous,omitempty"`   // the value it replaces
+	Helm       *HelmChange       `json:"helm,omitempty"`
+	Image      *ImageChange      `json:"image,omitempty"`
+	Label      string            `json:"label,omitempty"` // remove-node-label: the key
+	LabelValue string            `json:"labelValue,omitempty"`
+	Rewrite    *APIRewrite       `json:"rewrite,omitempty"`
+	Storage    *StorageMigration `json:"storage,omitempty"`
+}
+
+// APIRewrite is a release manifest rewrite: in each named revision's stored manifest, every
+// document whose apiVersion and kind Kubernetes removed by KubernetesVersion gets the
+// replacement apiVersion (internal/removedapi), and nothing else changes.
+type APIRewrite struct {
+	Release   string `json:"release"`
+	Namespace string `json:"namespace"`
+	// Revisions are rewritten in place: the newest one, and the last deployed one when that
+	// is another (Helm builds an upgrade's "current release" from it).
+	Revisions []int `json:"revisions"`
+	// KubernetesVersion is the version the manifest must be served by ("v1.32"): the cluster's
+	// own for api/removed (empty: read from the server when the step runs), the upgrade's
+	// target for api/removed-in-target.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// APIs are the removals the plan knew of, "policy/v1beta1 PodDisruptionBudget ->
+	// policy/v1"; the executor finds every one in the live manifest again.
+	APIs []string `json:"apis,omitempty"`
+}
+
+// StorageMigration is a CRD's storage migration (migrate) or stored-versions trim (trim).
+type StorageMigration struct {
+	CRD            string `json:"crd"`
+	Group          string `json:"group"`
+	Plural         string `json:"plural"`
+	Kind           string `json:"kind"`
+	StorageVersion string `json:"storageVersion"`
+	// StoredVersions are status.storedVersions as planned; the trim leaves only StorageVersion.
+	StoredVersions []string `json:"storedVersions"`
+	// MigrateStep is, for a trim, the migration step that must have verified first.
+	MigrateStep string `json:"migrateStep,omitempty"`
 }
 
 // HelmChange is the release a Helm step works on.
@@ -230,6 +272,9 @@ type Attempt struct {
 	// that cannot be read, ...); AboveMaxRisk that --max-risk keeps it from running.
 	Blocked      string `json:"blocked,omitempty"`
 	AboveMaxRisk bool   `json:"aboveMaxRisk,omitempty"`
+	// Prepares marks an attempt that is only the first half of a fix (a storage migration,
+	// which the trim that follows completes): verified, it does not end the ladder.
+	Prepares bool `json:"prepares,omitempty"`
 }
 
 // Runnable reports whether the executor may run the attempt.

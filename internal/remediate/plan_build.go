@@ -79,7 +79,12 @@ func Build(in Input) *Plan {
 		}
 		ip := pl.incident(inc)
 		if len(ip.Attempts) == 0 {
-			p.Manual = append(p.Manual, Manual{Finding: ip.RootCause, Hint: manualHint(inc.RootCause)})
+			r := inc.RootCause
+			hint, ok := pl.hints[r.ID+"|"+r.Cluster+"|"+r.Object.String()]
+			if !ok {
+				hint = manualHint(r)
+			}
+			p.Manual = append(p.Manual, Manual{Finding: ip.RootCause, Hint: hint})
 			continue
 		}
 		p.Incidents = append(p.Incidents, ip)
@@ -91,6 +96,9 @@ type planner struct {
 	snap *snapshot.Snapshot
 	opts Options
 	seen map[string]bool // step IDs already planned (one step per change, whichever incident asks)
+	// hints are what a rule that plans no step says the operator should do instead, by
+	// root cause.
+	hints map[string]string
 }
 
 func (pl *planner) keep(inc finding.Incident) bool {
@@ -356,6 +364,10 @@ var rules = map[string]func(*planner, finding.Incident) []Attempt{
 	"suc/node-label-blocks-rerun": (*planner).sucState,
 	"suc/node-left-cordoned":      (*planner).sucState,
 	"suc/plan-stuck":              (*planner).sucState,
+
+	"api/removed":            (*planner).apiRemoved,
+	"api/removed-in-target":  (*planner).apiRemoved,
+	"crd/version-not-served": (*planner).crdStorage,
 }
 
 // Rules lists the finding IDs the planner has rules for (root causes with automatic steps).

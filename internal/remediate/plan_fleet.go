@@ -215,7 +215,7 @@ func (pl *planner) redeployStep(m *snapshot.Cluster, fc *fleetv1.Cluster, rungNa
 		Precondition: fmt.Sprintf("Fleet Cluster %s/%s unchanged since planning (resourceVersion %s)", fc.Namespace, fc.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("status.agentDeployedGeneration reaches %d: the controller redeployed the agent", n+1),
 		Commands: []string{fmt.Sprintf(`%s -n %s patch clusters.fleet.cattle.io %s --type merge -p '{"spec":{"redeployAgentGeneration":%d}}'`,
-			kubectl(m.Name), fc.Namespace, fc.Name, n+1)},
+			kubectl(m), fc.Namespace, fc.Name, n+1)},
 		Generation: n + 1,
 		Previous:   n,
 	}
@@ -237,7 +237,7 @@ func (pl *planner) forceSyncStep(m *snapshot.Cluster, b *bundleRef, rungName str
 		Precondition: fmt.Sprintf("%s %s/%s unchanged since planning (resourceVersion %s)", b.obj.Kind, b.obj.Namespace, b.obj.Name, orDash(b.obj.ResourceVersion)),
 		Verify:       "status.observedGeneration reaches the generation the bump gives it: the controller reconciled it",
 		Commands: []string{fmt.Sprintf(`%s -n %s patch %s %s --type merge -p '{"spec":{"forceSyncGeneration":%d}}'`,
-			kubectl(m.Name), b.obj.Namespace, b.resource, b.obj.Name, n+1)},
+			kubectl(m), b.obj.Namespace, b.resource, b.obj.Name, n+1)},
 		Generation: n + 1,
 		Previous:   n,
 	}
@@ -264,7 +264,7 @@ func (pl *planner) restartStep(c *snapshot.Cluster, d *appsv1.Deployment, risk R
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("Deployment %s/%s unchanged since planning (resourceVersion %s)", d.Namespace, d.Name, orDash(obj.ResourceVersion)),
 		Verify:       "the rollout completes: status.observedGeneration catches up and every replica is updated and available",
-		Commands:     []string{fmt.Sprintf("%s -n %s rollout restart deployment/%s", kubectl(c.Name), d.Namespace, d.Name)},
+		Commands:     []string{fmt.Sprintf("%s -n %s rollout restart deployment/%s", kubectl(c), d.Namespace, d.Name)},
 	}
 }
 
@@ -284,7 +284,7 @@ func (pl *planner) deleteBDStep(m *snapshot.Cluster, bd *snapshot.BundleDeployme
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("BundleDeployment %s/%s unchanged since planning (uid %s, resourceVersion %s)", bd.Namespace, bd.Name, orDash(obj.UID), orDash(obj.ResourceVersion)),
 		Verify:       "the BundleDeployment with that UID is gone (the controller may already have created a new one)",
-		Commands:     []string{fmt.Sprintf("%s -n %s delete bundledeployments.fleet.cattle.io %s", kubectl(m.Name), bd.Namespace, bd.Name)},
+		Commands:     []string{fmt.Sprintf("%s -n %s delete bundledeployments.fleet.cattle.io %s", kubectl(m), bd.Namespace, bd.Name)},
 		Notes:        []string{"Unless the bundle sets keepResources, the agent uninstalls what the BundleDeployment deployed before the new one installs it again."},
 	}
 }

@@ -159,7 +159,7 @@ func (pl *planner) rollbackStep(c *snapshot.Cluster, hist []*helmrelease.Release
 		Precondition: fmt.Sprintf("revision %d is still the newest and %s, revision %d does not exist yet, and the release Secrets are unchanged since planning (%s); the manifest objects are read again just before the write and applied with the resourceVersion read",
 			current.Revision, current.Status, h.NewRevision, strings.Join(rvs, ", ")),
 		Verify:   fmt.Sprintf("Helm's storage reads revision %d as deployed with chart %s and revision %d as superseded", h.NewRevision, chartOf(target), target.Revision),
-		Commands: []string{fmt.Sprintf("helm --kube-context %s -n %s rollback %s %d", c.Name, current.Namespace, current.Name, target.Revision)},
+		Commands: []string{fmt.Sprintf("%s -n %s rollback %s %d", helmAt(c), current.Namespace, current.Name, target.Revision)},
 		Notes: []string{
 			"Release records are written with Helm's own storage driver (helm.sh/helm/v3/pkg/storage, driver.Secrets); the backup keeps every revision Secret it touches, payload included, so `unstick restore` puts them back exactly.",
 			fmt.Sprintf("Like `helm rollback --no-hooks`: rollback hooks are not run, and objects found only in revision %d's manifest are left in place (helm rollback would delete them).", current.Revision),
@@ -179,7 +179,7 @@ func (pl *planner) markFailedStep(c *snapshot.Cluster, current *helmrelease.Rele
 	h := &HelmChange{Release: current.Name, Namespace: current.Namespace, Current: current.Revision, CurrentStatus: current.Status}
 	sec := pl.releaseSecret(c, current)
 	name := h.SecretName(current.Revision)
-	k := kubectl(c.Name)
+	k := kubectl(c)
 	return Step{
 		ID:      stepID(HelmMarkFailed, c.Name, current.Namespace, current.Name, itoa(current.Revision)),
 		Action:  HelmMarkFailed,
@@ -237,4 +237,38 @@ func orDash(s string) string {
 	return s
 }
 
-func kubectl(cluster string) string { return "kubectl --context " + cluster }
+// kubectl starts a printed kubectl command aimed at the cluster: its kubeconfig context, and
+// the --server that goes with it when the cluster was reached through Rancher's proxy with a
+// Rancher context's credentials.
+func kubectl(c *snapshot.Cluster) string { return "kubectl --context " + aimAt(c, " --server ") }
+
+// helmAt starts a printed helm command aimed at the cluster, as kubectl does.
+func helmAt(c *snapshot.Cluster) string {
+	return "helm --kube-context " + aimAt(c, " --kube-apiserver ")
+}
+
+func aimAt(c *snapshot.Cluster, serverFlag string) string {
+	ctx := c.Context
+	if ctx == "" {
+		ctx = c.Name
+	}
+	out := shellQuote(ctx)
+	if c.ContextServer != "" {
+		out += serverFlag + shellQuote(c.ContextServer)
+	}
+	return out
+}
+
+// shellQuote quotes a name for a POSIX shell when it holds anything but the characters
+// kubeconfig names and URLs usually have: a bundle is untrusted input.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}

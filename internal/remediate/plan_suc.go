@@ -352,7 +352,7 @@ func (pl *planner) patchImageStep(c *snapshot.Cluster, p *suc.Plan, obj Object, 
 		Precondition: fmt.Sprintf("Plan %s/%s unchanged since planning (resourceVersion %s)", p.Namespace, p.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("the Plan's spec.%s.image reads %s", stage, shown),
 		Commands: []string{fmt.Sprintf(`%s -n %s patch plans.upgrade.cattle.io %s --type merge -p '{"spec":{"%s":{"image":"%s"}}}'`,
-			kubectl(c.Name), p.Namespace, p.Name, stage, shown)},
+			kubectl(c), p.Namespace, p.Name, stage, shown)},
 		Notes: []string{"The Plan's hash leaves images out: the controller keeps the old Jobs and node labels after this patch, hence the steps that follow it."},
 		Image: &ImageChange{Stage: stage, From: from, To: to, Verified: verdict},
 	}
@@ -382,7 +382,7 @@ func (pl *planner) deleteJobStep(c *snapshot.Cluster, j *batchv1.Job, risk Risk,
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("Job %s/%s unchanged since planning (uid %s, resourceVersion %s)", j.Namespace, j.Name, orDash(obj.UID), orDash(obj.ResourceVersion)),
 		Verify:       "the Job with that UID is gone (the controller may already have created its successor)",
-		Commands:     []string{fmt.Sprintf("%s -n %s delete job %s", kubectl(c.Name), j.Namespace, j.Name)},
+		Commands:     []string{fmt.Sprintf("%s -n %s delete job %s", kubectl(c), j.Namespace, j.Name)},
 	}
 }
 
@@ -402,7 +402,7 @@ func (pl *planner) removeLabelStep(c *snapshot.Cluster, n *corev1.Node, key stri
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("node %s unchanged since planning (resourceVersion %s)", n.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("node %s no longer has the label %s", n.Name, key),
-		Commands:     []string{fmt.Sprintf("%s label node %s %s-", kubectl(c.Name), n.Name, key)},
+		Commands:     []string{fmt.Sprintf("%s label node %s %s-", kubectl(c), n.Name, key)},
 		Label:        key,
 		LabelValue:   val,
 	}
@@ -423,6 +423,6 @@ func (pl *planner) uncordonStep(c *snapshot.Cluster, n *corev1.Node, risk Risk, 
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("node %s unchanged since planning (resourceVersion %s)", n.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("node %s is schedulable", n.Name),
-		Commands:     []string{fmt.Sprintf("%s uncordon %s", kubectl(c.Name), n.Name)},
+		Commands:     []string{fmt.Sprintf("%s uncordon %s", kubectl(c), n.Name)},
 	}
 }

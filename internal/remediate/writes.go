@@ -29,6 +29,11 @@ var actionKinds = map[Action][]GroupKind{
 	DeleteJob:              {{"batch", "Job"}},
 	RemoveNodeLabel:        {{"", "Node"}},
 	Uncordon:               {{"", "Node"}},
+	HelmRewriteAPIs:        {{"", "Secret"}},
+	// A migration rewrites objects of the CRD's own kind, unchanged; the trim writes only
+	// the CRD's status subresource.
+	TrimStoredVersions: {{"apiextensions.k8s.io", "CustomResourceDefinition"}},
+	MigrateStorage:     {{"storagemigration.k8s.io", "StorageVersionMigration"}},
 }
 
 // ActionKinds lists the kinds a step of action a writes.
@@ -49,7 +54,7 @@ func Writes(gk GroupKind) bool {
 // WrittenKinds lists every kind Writes accepts, each once.
 func WrittenKinds() []GroupKind {
 	var out []GroupKind
-	for _, a := range []Action{RedeployAgent, ForceSync, RolloutRestart, DeleteBundleDeployment, HelmRollback, HelmMarkFailed, PatchPlanImage, DeleteJob, RemoveNodeLabel, Uncordon} {
+	for _, a := range []Action{RedeployAgent, ForceSync, RolloutRestart, DeleteBundleDeployment, HelmRollback, HelmMarkFailed, PatchPlanImage, DeleteJob, RemoveNodeLabel, Uncordon, HelmRewriteAPIs, MigrateStorage, TrimStoredVersions} {
 		for _, k := range actionKinds[a] {
 			if !slices.Contains(out, k) {
 				out = append(out, k)
@@ -83,6 +88,13 @@ func SameChange(a, b Step) bool {
 		return false
 	}
 	if (a.Image == nil) != (b.Image == nil) || a.Image != nil && (a.Image.Stage != b.Image.Stage || a.Image.To != b.Image.To) {
+		return false
+	}
+	if (a.Rewrite == nil) != (b.Rewrite == nil) || a.Rewrite != nil && (a.Rewrite.Release != b.Rewrite.Release || a.Rewrite.Namespace != b.Rewrite.Namespace ||
+		!slices.Equal(a.Rewrite.Revisions, b.Rewrite.Revisions) || a.Rewrite.KubernetesVersion != b.Rewrite.KubernetesVersion) {
+		return false
+	}
+	if (a.Storage == nil) != (b.Storage == nil) || a.Storage != nil && (a.Storage.CRD != b.Storage.CRD || a.Storage.StorageVersion != b.Storage.StorageVersion) {
 		return false
 	}
 	return true

@@ -52,6 +52,9 @@ type Cluster struct {
 	// by collect) or "cluster name" (nothing recorded one).
 	Context       string `json:"context,omitempty"`
 	ContextSource string `json:"contextSource,omitempty"`
+	// ContextServer is the --server the commands pass with Context: the cluster is reached
+	// through Rancher's proxy with the credentials of a context for Rancher.
+	ContextServer string `json:"contextServer,omitempty"`
 	Objects       int    `json:"objects"`
 	Findings      int    `json:"findings"`
 	Worst         string `json:"worstSeverity,omitempty"`
@@ -67,7 +70,7 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
 	for _, c := range s.Clusters {
 		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c),
-			Context: c.Context, ContextSource: string(c.ContextSource)}
+			Context: c.Context, ContextSource: string(c.ContextSource), ContextServer: c.ContextServer}
 		var worst finding.Severity
 		for _, f := range fs {
 			if f.Cluster == c.Name {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ type metrics struct {
 	planStuck    *prometheus.Desc
 	nodeCordoned *prometheus.Desc
 	scanErrors   *prometheus.Desc
+	removedUses  *prometheus.Desc
 
 	scanDuration prometheus.Histogram
 	evaluations  prometheus.Counter
@@ -47,6 +49,9 @@ func newMetrics(reg prometheus.Registerer, version string, last func() *state) *
 			"Seconds a system-upgrade-controller Plan has made no progress on its selected nodes.", []string{"cluster", "plan"}, nil),
 		nodeCordoned: prometheus.NewDesc("unstick_node_cordoned_seconds",
 			"Seconds a node has been cordoned with no upgrade Job running on it.", []string{"cluster", "node"}, nil),
+		removedUses: prometheus.NewDesc("unstick_api_removed_in_target_uses",
+			"Documents (Helm release manifests, Fleet bundle files) that use an API the Kubernetes version the cluster's next upgrade installs no longer serves (api/removed-in-target), by cluster, that version and where they are stored (helm or fleet).",
+			[]string{"cluster", "kubernetes_version", "source"}, nil),
 		scanErrors: prometheus.NewDesc("unstick_scan_errors",
 			"Things the last evaluation could not read or judge (forbidden, not served, a failed check), by cluster.", []string{"cluster"}, nil),
 		scanDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unstick_scan_duration_seconds",
@@ -67,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, version string, last func() *state) *
 
 // Describe implements prometheus.Collector for the per-finding series.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors} {
+	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors, m.removedUses} {
 		ch <- d
 	}
 }
@@ -88,6 +93,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range counts {
 		gauge(m.findings, float64(n), k.id, k.sev, k.cluster)
+	}
+	for k, n := range removedInTargetUses(st.report.Findings) {
+		gauge(m.removedUses, float64(n), k[0], k[1], k[2])
 	}
 	now := st.report.EvaluatedAt
 	seen := map[string]bool{} // one series per label set, the oldest
@@ -143,6 +151,28 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for c, n := range errs {
 		gauge(m.scanErrors, float64(n), c)
 	}
+}
+
+// removedInTargetUses counts the documents of api/removed-in-target findings by the cluster
+// they are about, the Kubernetes version that removes them and where they are stored: a Helm
+// release's (its Secret) or a Fleet bundle's.
+func removedInTargetUses(fs []finding.Finding) map[[3]string]int {
+	out := map[[3]string]int{}
+	for _, f := range fs {
+		if f.ID != "api/removed-in-target" {
+			continue
+		}
+		n, err := strconv.Atoi(f.Vars["uses"])
+		if err != nil || n <= 0 {
+			n = 1
+		}
+		source := "helm"
+		if f.Object.Kind == "Bundle" {
+			source = "fleet"
+		}
+		out[[3]string{about(f), f.Vars["kubernetes-version"], source}] += n
+	}
+	return out
 }
 
 // about is the cluster a finding is about: the downstream cluster of a management-side

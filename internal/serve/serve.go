@@ -212,7 +212,7 @@ func (s *Server) evaluate(unreachable []finding.ScanError) {
 	b.SetCollectedAt(now)
 	for _, w := range s.watches {
 		if w.served == nil {
-			b.DeclareCluster(snapshot.ClusterInfo{Name: w.t.Name, Server: w.t.Server, Context: w.t.Name})
+			b.DeclareCluster(w.t.Info())
 			continue
 		}
 		w.feed(b)

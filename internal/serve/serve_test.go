@@ -165,7 +165,7 @@ func (f *fixture) waitSeries(tb testing.TB, name string, labels map[string]strin
 }
 
 func TestServeExample(t *testing.T) {
-	f := startServe(t, 100*time.Millisecond, 200*time.Millisecond, map[string]string{"helm.pendingAfter": "30s"}, "local", "prod-eu-1")
+	f := startServe(t, 100*time.Millisecond, 200*time.Millisecond, map[string]string{"helm.pendingAfter": "30s"}, "local", "prod-eu-1", "prod-ap-1")
 	if code, body := f.get(t, "/healthz"); code != 200 {
 		t.Errorf("/healthz = %d %s", code, body)
 	}
@@ -173,7 +173,7 @@ func TestServeExample(t *testing.T) {
 
 	t.Run("serve judges what a live scan judges", func(t *testing.T) {
 		var targets []source.Target
-		for _, n := range []string{"local", "prod-eu-1"} {
+		for _, n := range []string{"local", "prod-eu-1", "prod-ap-1"} {
 			targets = append(targets, source.Target{Name: n, Server: f.envs[n].Config.Host, Config: f.envs[n].Config})
 		}
 		// The scan reads pod logs; serve does not (the test servers have no kubelet, and no
@@ -215,6 +215,10 @@ func TestServeExample(t *testing.T) {
 			`unstick_scan_duration_seconds_count`,
 			`unstick_scan_errors{cluster="local"} 0`,
 			`unstick_caches_synced 1`,
+			// prod-ap-1's next upgrade (its Plan: v1.32) removes the flowcontrol v1beta3 its
+			// platform-apf release and bundle use: a FlowSchema and a PriorityLevelConfiguration.
+			`unstick_api_removed_in_target_uses{cluster="prod-ap-1",kubernetes_version="v1.32",source="helm"} 2`,
+			`unstick_api_removed_in_target_uses{cluster="prod-ap-1",kubernetes_version="v1.32",source="fleet"} 2`,
 		} {
 			if !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %s", want)
@@ -242,7 +246,7 @@ func TestServeExample(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.SchemaVersion != "1" || len(r.Clusters) != 2 || len(r.Incidents) == 0 {
+		if r.SchemaVersion != "1" || len(r.Clusters) != 3 || len(r.Incidents) == 0 {
 			t.Errorf("schemaVersion %q, %d clusters, %d incidents", r.SchemaVersion, len(r.Clusters), len(r.Incidents))
 		}
 		if len(r.Errors) != 0 {

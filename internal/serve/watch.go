@@ -73,10 +73,10 @@ func newClusterWatch(t source.Target, resync time.Duration, onChange func()) (*c
 	w := &clusterWatch{t: t, resync: resync, onChange: onChange, nsStarted: map[string]bool{}}
 	var err error
 	if w.dyn, err = dynamic.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("context %s: %w", t.Name, err)
+		return nil, fmt.Errorf("%s: %w", t.Label(), err)
 	}
 	if w.meta, err = metadata.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("context %s: %w", t.Name, err)
+		return nil, fmt.Errorf("%s: %w", t.Label(), err)
 	}
 	return w, nil
 }
@@ -85,7 +85,7 @@ func newClusterWatch(t source.Target, resync time.Duration, onChange func()) (*c
 func (w *clusterWatch) start(ctx context.Context) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(w.t.Config)
 	if err != nil {
-		return fmt.Errorf("context %s: %w", w.t.Name, err)
+		return fmt.Errorf("%s: %w", w.t.Label(), err)
 	}
 	// A transient failure at start must not leave a cluster unwatched until serve restarts.
 	var lists []*metav1.APIResourceList
@@ -94,7 +94,7 @@ func (w *clusterWatch) start(ctx context.Context) error {
 		return err
 	})
 	if err != nil && len(lists) == 0 {
-		return fmt.Errorf("context %s: cannot reach the API server %s: %w", w.t.Name, w.t.Server, err)
+		return fmt.Errorf("%s: cannot reach the API server %s: %w", w.t.Label(), w.t.Server, err)
 	}
 	if err != nil {
 		w.static = append(w.static, finding.ScanError{Cluster: w.t.Name, Message: "discovery was partial: " + err.Error()})
@@ -136,7 +136,7 @@ func (w *clusterWatch) start(ctx context.Context) error {
 			w.startNamespaceLocked(ns)
 		}
 	case err != nil:
-		return fmt.Errorf("context %s: listing namespaces: %w", w.t.Name, err)
+		return fmt.Errorf("%s: listing namespaces: %w", w.t.Label(), err)
 	default:
 		// One informer per kind across all namespaces, keeping only the watched namespaces'
 		// objects: a management cluster has a cluster-fleet-* namespace per downstream
@@ -317,7 +317,7 @@ func (w *clusterWatch) synced() bool {
 
 // feed adds the cached objects to a snapshot builder, as the live scan's lists would.
 func (w *clusterWatch) feed(b *snapshot.Builder) {
-	b.DeclareCluster(snapshot.ClusterInfo{Name: w.t.Name, Server: w.t.Server, Context: w.t.Name})
+	b.DeclareCluster(w.t.Info())
 	for _, e := range w.static {
 		b.Error(e)
 	}

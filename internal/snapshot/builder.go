@@ -21,6 +21,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/suc"
@@ -35,6 +36,13 @@ type ClusterInfo struct {
 	// Context is the kubeconfig context the cluster was (or, for a bundle, was collected)
 	// read through; printed commands carry it as --context. Empty: not known.
 	Context string
+	// ServerVersion is the API server's version (gitVersion), when the source asked it (live)
+	// or recorded it (a collected bundle). Empty: not known.
+	ServerVersion string
+	// ContextServer, when set, is the API server URL printed commands pass with --server
+	// (helm: --kube-apiserver) next to Context: a cluster read through Rancher's proxy with
+	// the credentials of a context that points at Rancher itself.
+	ContextServer string
 }
 
 // Builder collects objects from a source and produces a Snapshot. Add* may be called from
@@ -239,7 +247,16 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 	case "fleet.cattle.io/ClusterRegistration":
 		target = &fleetv1.ClusterRegistration{}
 	case "fleet.cattle.io/Content":
-		return &fleetContent{name: h.Metadata.Name}, nil
+		var v struct {
+			Content []byte `json:"content"`
+		}
+		fc := &fleetContent{name: h.Metadata.Name}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			fc.docErr = fmt.Errorf("content: %w", err)
+			return fc, nil
+		}
+		fc.docs, fc.docErr = manifest.ContentDocs(v.Content)
+		return fc, nil
 	case "upgrade.cattle.io/Plan":
 		return suc.Decode(raw)
 	case "rke.cattle.io/ETCDSnapshot", "k3s.cattle.io/ETCDSnapshotFile":
@@ -280,6 +297,10 @@ type Object struct {
 	obj  any
 	helm *helmrelease.Release // the release record of a Helm release Secret
 	plan *rancher.MachinePlan // the status of a Rancher machine-plan Secret
+	// docs are a Fleet Bundle's documents (its resources are dropped); docErr says why some
+	// could not be read.
+	docs   []manifest.Doc
+	docErr error
 }
 
 // Prepare decodes one object (never a List) and trims it: managedFields, ConfigMap values
@@ -328,19 +349,29 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 		}
 		t.StringData = nil
 	case *crdView:
-		v := &CRD{Name: t.Metadata.Name, Group: t.Spec.Group, Kind: t.Spec.Names.Kind, Plural: t.Spec.Names.Plural, StoredVersions: t.Status.StoredVersions}
+		v := &CRD{Name: t.Metadata.Name, UID: string(t.Metadata.UID), ResourceVersion: t.Metadata.ResourceVersion, Group: t.Spec.Group, Kind: t.Spec.Names.Kind, Plural: t.Spec.Names.Plural, StoredVersions: t.Status.StoredVersions}
 		for _, ver := range t.Spec.Versions {
 			v.Versions = append(v.Versions, CRDVersion{Name: ver.Name, Served: ver.Served, Storage: ver.Storage})
 		}
 		obj = v
 	case *fleetv1.Bundle:
-		t.Spec.Resources = nil // payload: not needed, can be large
+		rs := make([]manifest.Resource, 0, len(t.Spec.Resources))
+		for _, r := range t.Spec.Resources {
+			rs = append(rs, manifest.Resource{Name: r.Name, Content: r.Content, Encoding: r.Encoding})
+		}
+		o.docs, o.docErr = manifest.ResourceDocs(rs)
+		t.Spec.Resources = nil // payload: only its documents' identities are kept
 	}
 	o.obj = obj
 	return o
 }
 
-type fleetContent struct{ name string }
+// fleetContent is what is kept of a Fleet Content: its name and its documents' identities.
+type fleetContent struct {
+	name   string
+	docs   []manifest.Doc
+	docErr error
+}
 
 // decodeSecret reads a Secret whose data values may not be valid base64 (a hand-edited or
 // truncated dump): such a value is kept as written, so a Helm release payload that cannot be
@@ -451,6 +482,16 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.FleetClusters = append(c.FleetClusters, t)
 	case *fleetv1.Bundle:
 		c.Bundles = append(c.Bundles, t)
+		if len(o.docs) > 0 {
+			if c.BundleDocs == nil {
+				c.BundleDocs = map[string][]manifest.Doc{}
+			}
+			c.BundleDocs[t.Namespace+"/"+t.Name] = o.docs
+		}
+		if o.docErr != nil {
+			file, line := splitSource(src)
+			b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line, Message: fmt.Sprintf("Fleet Bundle %s/%s: %v", t.Namespace, t.Name, o.docErr)})
+		}
 	case *BundleDeployment:
 		c.BundleDeployments = append(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
@@ -458,6 +499,16 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 	case *fleetContent:
 		c.Contents = append(c.Contents, t.name)
 		c.contentIx[t.name] = true
+		if len(t.docs) > 0 {
+			if c.ContentDocs == nil {
+				c.ContentDocs = map[string][]manifest.Doc{}
+			}
+			c.ContentDocs[t.name] = t.docs
+		}
+		if t.docErr != nil {
+			file, line := splitSource(src)
+			b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line, Message: fmt.Sprintf("Fleet Content %s: %v", t.name, t.docErr)})
+		}
 	case *suc.Plan:
 		c.Plans = append(c.Plans, t)
 	case *EtcdSnapshot:
@@ -514,12 +565,14 @@ func (c *Cluster) remove(old *Object) {
 		c.FleetClusters = without(c.FleetClusters, t)
 	case *fleetv1.Bundle:
 		c.Bundles = without(c.Bundles, t)
+		delete(c.BundleDocs, t.Namespace+"/"+t.Name)
 	case *BundleDeployment:
 		c.BundleDeployments = without(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
 		c.ClusterRegistrations = without(c.ClusterRegistrations, t)
 	case *fleetContent:
 		c.Contents = without(c.Contents, t.name)
+		delete(c.ContentDocs, t.name)
 	case *suc.Plan:
 		c.Plans = without(c.Plans, t)
 	case *EtcdSnapshot:
@@ -584,7 +637,8 @@ func (b *Builder) Build() *Snapshot {
 		c := b.clusters[n]
 		info := b.infos[n]
 		c.Role, c.Server, c.FleetCluster = info.Role, info.Server, info.FleetCluster
-		c.Context, c.ContextSource = info.Context, ContextRecorded
+		c.ServerVersion = info.ServerVersion
+		c.Context, c.ContextSource, c.ContextServer = info.Context, ContextRecorded, info.ContextServer
 		if c.Context == "" {
 			// A bundle that does not say how it was collected: the cluster's name is the
 			// best guess, and the report says it is one.

@@ -154,7 +154,8 @@ var fields = map[string][][]redact.Rule{
 		redact.Keep("spec.minAvailable", "spec.maxUnavailable", "spec.selector", "spec.unhealthyPodEvictionPolicy"),
 		redact.KeepText("status"),
 	},
-	// Rancher's provisioned clusters (v2prov). Versions, upgrade strategy, role counts and
+	// Rancher's provisioned clusters (v2prov): the Kubernetes version Rancher installs next (also
+	// the upgrade gate's target, check/target.go), upgrade strategy, role counts and
 	// status; never machineGlobalConfig, machineSelectorConfig, registries or chart values,
 	// which may carry credentials.
 	"provisioning.cattle.io/Cluster": {

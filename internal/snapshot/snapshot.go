@@ -15,6 +15,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
@@ -63,6 +64,12 @@ type Cluster struct {
 	// ContextSource says where that name comes from.
 	Context       string
 	ContextSource ContextSource
+	// ServerVersion is the API server's version (gitVersion) when the source read or recorded
+	// it; empty otherwise (the Nodes' kubeletVersions then say what the cluster runs).
+	ServerVersion string
+	// ContextServer, when set, goes with Context as --server: the cluster is reached
+	// through Rancher's proxy with the credentials of a context for Rancher (ClusterInfo).
+	ContextServer string
 
 	Namespaces           []*corev1.Namespace
 	Nodes                []*corev1.Node
@@ -93,6 +100,11 @@ type Cluster struct {
 	// RKEControlPlanes and RKEBootstraps, CAPI (cluster.x-k8s.io) objects and
 	// management.cattle.io Settings. Use OtherOf to pick a group and kind.
 	Other []*Unstructured
+	// BundleDocs are the documents of each Fleet Bundle's resources, by identity only (see
+	// package manifest), keyed namespace/name; ContentDocs the same for each Content, by name.
+	// The resources themselves are not kept.
+	BundleDocs  map[string][]manifest.Doc
+	ContentDocs map[string][]manifest.Doc
 
 	// CRDsCollected is true when the source listed CRDs for this cluster, so an absent
 	// CRD means a missing CRD rather than an unread one.
@@ -110,12 +122,15 @@ type Cluster struct {
 
 // CRD is what the checks need of a CustomResourceDefinition.
 type CRD struct {
-	Name           string
-	Group          string
-	Kind           string
-	Plural         string
-	Versions       []CRDVersion
-	StoredVersions []string
+	Name string
+	// UID and ResourceVersion are what a fix plan holds a write to the CRD to.
+	UID             string
+	ResourceVersion string
+	Group           string
+	Kind            string
+	Plural          string
+	Versions        []CRDVersion
+	StoredVersions  []string
 }
 
 // CRDVersion is one version of a CRD.

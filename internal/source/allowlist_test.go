@@ -1,7 +1,10 @@
 package source
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/redact"
 )
 
@@ -163,4 +167,41 @@ func keepFile(b []byte) ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	return out, removed, true
+}
+
+// What collect keeps of the objects the upgrade gate reads beyond the scenarios: the version
+// Rancher installs next, and of a Fleet Content only its documents' identities.
+func TestAllowlistKeepsTheUpgradeTarget(t *testing.T) {
+	prov := map[string]any{"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster",
+		"metadata": map[string]any{"name": "prod-ap-1", "namespace": "fleet-default"},
+		"spec":     map[string]any{"kubernetesVersion": "v1.32.5+rke2r1", "rkeConfig": map[string]any{"registries": map[string]any{"configs": "secret"}}},
+		"status":   map[string]any{"clusterName": "c-m-abc"}}
+	keepAllowed("provisioning.cattle.io/v1", "Cluster", prov, map[string]int{})
+	spec := prov["spec"].(map[string]any)
+	if spec["kubernetesVersion"] != "v1.32.5+rke2r1" || spec["rkeConfig"] != nil || prov["status"].(map[string]any)["clusterName"] != "c-m-abc" {
+		t.Errorf("provisioning Cluster through the allowlist: %v", prov)
+	}
+	mgmt := map[string]any{"apiVersion": "management.cattle.io/v3", "kind": "Cluster", "metadata": map[string]any{"name": "c-m-abc"},
+		"spec": map[string]any{"displayName": "prod-ap-1", "k3sConfig": map[string]any{"kubernetesVersion": "v1.32.3+k3s1", "k3supgradeStrategy": map[string]any{}}}}
+	keepAllowed("management.cattle.io/v3", "Cluster", mgmt, map[string]int{})
+	if k := mgmt["spec"].(map[string]any)["k3sConfig"].(map[string]any); k["kubernetesVersion"] != "v1.32.3+k3s1" || len(k) != 1 {
+		t.Errorf("management Cluster through the allowlist: %v", mgmt)
+	}
+
+	payload := `{"resources":[{"name":"apf/fs.yaml","content":"apiVersion: flowcontrol.apiserver.k8s.io/v1beta3\nkind: FlowSchema\nmetadata:\n  name: fs\nspec:\n  matchingPrecedence: 4242\n"}]}`
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(payload))
+	zw.Close()
+	content := map[string]any{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Content", "metadata": map[string]any{"name": "s-abc"},
+		"content": base64.StdEncoding.EncodeToString(gz.Bytes()), "sha256sum": "abc"}
+	keepAllowed("fleet.cattle.io/v1alpha1", "Content", content, map[string]int{})
+	raw, _ := base64.StdEncoding.DecodeString(content["content"].(string))
+	docs, err := manifest.ContentDocs(raw)
+	if err != nil || len(docs) != 1 || docs[0].Kind != "FlowSchema" || docs[0].Source != "apf/fs.yaml" {
+		t.Fatalf("Content through the allowlist: %v %+v", err, docs)
+	}
+	if d, _ := manifest.Gunzip(raw); strings.Contains(string(d), "4242") {
+		t.Errorf("a value of the Content is kept: %s", d)
+	}
 }

@@ -33,13 +33,18 @@ type BundleInfo struct {
 
 // BundleInfoCluster describes one cluster of a bundle.
 type BundleInfoCluster struct {
-	Name         string        `json:"name"`
-	Role         snapshot.Role `json:"role,omitempty"`
-	Server       string        `json:"server,omitempty"`
-	Context      string        `json:"context,omitempty"`
-	FleetCluster string        `json:"fleetCluster,omitempty"`
+	Name    string        `json:"name"`
+	Role    snapshot.Role `json:"role,omitempty"`
+	Server  string        `json:"server,omitempty"`
+	Context string        `json:"context,omitempty"`
+	// ContextServer is the --server that goes with Context (a cluster read through
+	// Rancher's proxy with a Rancher context's credentials).
+	ContextServer string `json:"contextServer,omitempty"`
+	FleetCluster  string `json:"fleetCluster,omitempty"`
 	// CRDsCollected says the cluster's CRDs were listed, so an absent one is missing.
 	CRDsCollected bool `json:"crdsCollected,omitempty"`
+	// KubernetesVersion is the API server's version when the bundle was collected.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
 
 // ParseBundleInfo reads and validates a metadata document.

@@ -38,11 +38,40 @@ type Sink interface {
 	Error(finding.ScanError)
 }
 
-// Target is one cluster to read: a kubeconfig context.
+// Target is one cluster to read: a kubeconfig context, or a cluster behind Rancher's proxy.
 type Target struct {
-	Name   string // the context name; the cluster's name in reports
+	Name   string // the cluster's name in reports: the context name, or Rancher's display name
 	Server string
 	Config *rest.Config
+	// Context is the kubeconfig context printed commands are aimed at; empty: Name.
+	// ContextServer, when set, is the --server those commands pass with it (a cluster
+	// reached through Rancher's proxy with the credentials of a context for Rancher).
+	Context       string
+	ContextServer string
+	// ViaRancher says the cluster is read through Rancher's proxy (RancherTargets), not
+	// through a kubeconfig context of its own.
+	ViaRancher bool
+}
+
+// Label names the target in messages: "context prod-eu-1", or "cluster prod-eu-1 (through
+// Rancher's proxy)".
+func (t Target) Label() string {
+	switch {
+	case t.ViaRancher:
+		return "cluster " + t.Name + " (through Rancher's proxy)"
+	case t.Context != "" && t.Context != t.Name:
+		return "context " + t.Context + " (cluster " + t.Name + ")"
+	}
+	return "context " + t.Name
+}
+
+// Info is what a reader declares about the target before reading it.
+func (t Target) Info() snapshot.ClusterInfo {
+	ctx := t.Context
+	if ctx == "" {
+		ctx = t.Name
+	}
+	return snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: ctx, ContextServer: t.ContextServer}
 }
 
 // Live reads clusters through their API servers.
@@ -104,7 +133,7 @@ func (l *Live) Read(ctx context.Context, sink Sink) error {
 	var failed []string
 	done := 0
 	for _, t := range l.Targets {
-		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: t.Name})
+		sink.DeclareCluster(t.Info())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -271,7 +300,7 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	}
 	kube, err := NewKube(cfg)
 	if err != nil {
-		return fmt.Errorf("context %s (%s): %w", t.Name, t.Server, err)
+		return fmt.Errorf("%s (%s): %w", t.Label(), t.Server, err)
 	}
 	r := &clusterReader{l: l, t: t, sink: sink, kube: kube}
 	if r.dyn, err = dynamic.NewForConfig(cfg); err != nil {
@@ -281,10 +310,15 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 		return err
 	}
 	if err := r.discover(ctx, kube.Discovery); err != nil {
-		return fmt.Errorf("context %s: cannot reach the API server %s: %w", t.Name, t.Server, err)
+		return fmt.Errorf("%s: cannot reach the API server %s: %w%s", t.Label(), t.Server, err, rancherHint(t, err))
+	}
+	// What the API server runs: what it serves (the upgrade gate's current version). Not
+	// knowing it is no error: the Nodes' kubeletVersions say it too.
+	if v, err := kube.Discovery.ServerVersion(); err == nil && v.GitVersion != "" {
+		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: t.Name, ServerVersion: v.GitVersion})
 	}
 	if err := r.namespaces(ctx); err != nil {
-		return fmt.Errorf("context %s: listing namespaces: %w", t.Name, err)
+		return fmt.Errorf("%s: listing namespaces: %w", t.Label(), err)
 	}
 	sem := make(chan struct{}, l.Concurrency)
 	var wg sync.WaitGroup

@@ -416,7 +416,10 @@ func (l *loader) declare(subs []clusterMeta) {
 			have.FleetCluster = c.FleetCluster
 		}
 		if have.Context == "" {
-			have.Context = c.Context
+			have.Context, have.ContextServer = c.Context, c.ContextServer
+		}
+		if have.KubernetesVersion == "" {
+			have.KubernetesVersion = c.KubernetesVersion
 		}
 		have.CRDsCollected = have.CRDsCollected || c.CRDsCollected
 	}
@@ -459,7 +462,7 @@ func (l *loader) declare(subs []clusterMeta) {
 	}
 	for _, name := range order {
 		c := infos[name]
-		l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster, Context: c.Context})
+		l.b.DeclareCluster(snapshot.ClusterInfo{Name: c.Name, Role: c.Role, Server: c.Server, FleetCluster: c.FleetCluster, Context: c.Context, ContextServer: c.ContextServer, ServerVersion: c.KubernetesVersion})
 		if c.CRDsCollected {
 			l.b.MarkCRDsCollected(c.Name)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/rancher"
 	redactpkg "github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/snapshot"
@@ -61,7 +62,10 @@ func (w *BundleWriter) DeclareCluster(ci snapshot.ClusterInfo) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.cluster(ci.Name)
-	c.Server, c.Context, c.FleetCluster = ci.Server, ci.Context, ci.FleetCluster
+	c.Server, c.Context, c.FleetCluster, c.ContextServer = ci.Server, ci.Context, ci.FleetCluster, ci.ContextServer
+	if ci.ServerVersion != "" {
+		c.KubernetesVersion = ci.ServerVersion
+	}
 	if c.Context == "" {
 		c.Context = ci.Name
 	}
@@ -152,7 +156,8 @@ func (w *BundleWriter) Redacted() []string {
 
 // keepAllowed reduces an object to the allowlist of its kind (snapshot.Keep) and counts what it
 // removed. A Helm release Secret keeps, as its data, a re-encoded record of the release's
-// metadata only (no values, no manifest).
+// metadata only (no values; of the manifest, each document's identity), and a Fleet Bundle or
+// Content keeps, of its resources, each document's identity.
 func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]int) {
 	var helm string
 	if kind == "Secret" && obj["type"] == helmrelease.SecretType {
@@ -170,6 +175,18 @@ func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]
 		if md, _ := obj["metadata"].(map[string]any); md == nil || !rancher.KeptSetting(fmt.Sprint(md["name"])) {
 			delete(obj, "value")
 			delete(obj, "default")
+		}
+	}
+	var skeleton []any
+	var content string
+	if strings.HasPrefix(apiVersion, "fleet.cattle.io/") {
+		switch kind {
+		case "Bundle":
+			if spec, ok := obj["spec"].(map[string]any); ok {
+				skeleton = skeletonResources(spec["resources"])
+			}
+		case "Content":
+			content = skeletonContent(obj["content"])
 		}
 	}
 	snapshot.Keep(apiVersion, kind, obj, counts)
@@ -199,6 +216,16 @@ func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]
 		if data, ok := obj["data"].(map[string]any); ok {
 			data[rancher.ProvisioningLogKey] = log
 		}
+	}
+	if skeleton != nil {
+		if spec, ok := obj["spec"].(map[string]any); ok {
+			spec["resources"] = skeleton
+			counts["Fleet bundle resources reduced to their documents' identities"]++
+		}
+	}
+	if content != "" {
+		obj["content"] = content
+		counts["Fleet bundle resources reduced to their documents' identities"]++
 	}
 }
 
@@ -250,6 +277,61 @@ func provisioningLog(kind string, obj map[string]any) string {
 	return rancher.LogTail(s)
 }
 
+// skeletonResources rewrites Fleet bundle resources as the identities of their documents, one
+// plain resource per file (see manifest.Skeleton); nil when there is nothing to keep.
+func skeletonResources(v any) []any {
+	raw, err := json.Marshal(v)
+	if err != nil || v == nil {
+		return nil
+	}
+	var rs []manifest.Resource
+	if json.Unmarshal(raw, &rs) != nil {
+		return nil
+	}
+	var out []any
+	for _, r := range rs {
+		docs, _ := manifest.ResourceDocs([]manifest.Resource{r})
+		if len(docs) == 0 {
+			continue
+		}
+		out = append(out, map[string]any{"name": r.Name, "content": manifest.Skeleton(docs)})
+	}
+	return out
+}
+
+// skeletonContent rewrites a Fleet Content's content (base64 of gzip of {"resources": [...]},
+// as the API returns it) the same way; "" when it cannot be read.
+func skeletonContent(v any) string {
+	s, ok := v.(string)
+	if !ok {
+		return ""
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return ""
+	}
+	d, err := manifest.Gunzip(b)
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Resources any `json:"resources"`
+	}
+	if json.Unmarshal(d, &m) != nil {
+		return ""
+	}
+	out, err := json.Marshal(map[string]any{"resources": skeletonResources(m.Resources)})
+	if err != nil {
+		return ""
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(out); err != nil || zw.Close() != nil {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(gz.Bytes())
+}
+
 // minimalRelease re-encodes a Helm release record with only what unstick reads (name,
 // namespace, revision, status, times, description, chart name and versions), in Helm's own
 // storage encoding, so the bundle's Secret decodes like the original: no values, no manifest.
@@ -262,7 +344,9 @@ func minimalRelease(apiValue string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := &release.Release{Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version}
+	// The manifest keeps each document's identity (apiVersion, kind, namespace, name, template
+	// path), never its body: what the api/ checks read.
+	out := &release.Release{Name: rel.Name, Namespace: rel.Namespace, Version: rel.Version, Manifest: manifest.Skeleton(manifest.Docs(rel.Manifest, ""))}
 	if rel.Info != nil {
 		// The description is free text Helm fills with errors ("Upgrade \"x\" failed: ..."),
 		// which may quote a value: it passes the redactor.

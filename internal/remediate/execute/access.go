@@ -15,12 +15,14 @@ import (
 
 // Permission is one request a step makes that the caller may not be allowed.
 type Permission struct {
-	Cluster   string `json:"cluster"`
-	Verb      string `json:"verb"`
-	Group     string `json:"group"`
-	Resource  string `json:"resource"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name,omitempty"`
+	Cluster  string `json:"cluster"`
+	Verb     string `json:"verb"`
+	Group    string `json:"group"`
+	Resource string `json:"resource"`
+	// Subresource is "status" for a write to the status subresource.
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
 	// Step is the step that needs it.
 	Step string `json:"step"`
 }
@@ -29,6 +31,9 @@ func (p Permission) String() string {
 	res := p.Resource
 	if p.Group != "" {
 		res += "." + p.Group
+	}
+	if p.Subresource != "" {
+		res += "/" + p.Subresource
 	}
 	where := "cluster-wide"
 	if p.Namespace != "" {
@@ -82,13 +87,27 @@ func (e *Executor) needs(ctx context.Context, cl *cluster, st remediate.Step) ([
 			err = add(o, "create")
 		case st.Action == remediate.DeleteJob || st.Action == remediate.DeleteBundleDeployment:
 			err = add(o, "get", "delete")
-		case st.Action == remediate.HelmRollback || st.Action == remediate.HelmMarkFailed:
+		case st.Action == remediate.HelmRollback || st.Action == remediate.HelmMarkFailed || st.Action == remediate.HelmRewriteAPIs:
 			err = add(o, "get", "update")
+		case st.Action == remediate.TrimStoredVersions:
+			if err = add(o, "get"); err == nil {
+				out = append(out, Permission{Cluster: cl.name, Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Subresource: "status", Name: o.Name, Step: st.ID})
+			}
 		default:
 			err = add(o, "get", "patch")
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+	switch st.Action {
+	case remediate.HelmRewriteAPIs:
+		out = append(out, Permission{Cluster: cl.name, Verb: "list", Resource: "secrets", Namespace: st.Rewrite.Namespace, Step: st.ID})
+	case remediate.MigrateStorage:
+		// Every object of the CRD is listed and written back (a StorageVersionMigration,
+		// when one is served and allowed, is optional: without it unstick writes them).
+		for _, v := range []string{"list", "update"} {
+			out = append(out, Permission{Cluster: cl.name, Verb: v, Group: st.Storage.Group, Resource: st.Storage.Plural, Step: st.ID})
 		}
 	}
 	if st.Action == remediate.HelmRollback {
@@ -143,7 +162,7 @@ func (e *Executor) checkAccess(ctx context.Context, steps []remediate.Step) ([]P
 			seen[key] = true
 			r, err := cl.kube.Authz.SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Name: p.Name,
+					Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Name: p.Name,
 				}},
 			}, metav1.CreateOptions{})
 			if err != nil {

@@ -63,12 +63,12 @@ func (c *cluster) read(ctx context.Context, o remediate.Object) (*unstructured.U
 
 // checkPlanned reads an object a step will write and holds it to what the plan saw: the same
 // UID and resourceVersion (or, for one the step creates, absence), and the guard.
-func checkPlanned(step string, o remediate.Object, u *unstructured.Unstructured) error {
+func checkPlanned(a remediate.Action, step string, o remediate.Object, u *unstructured.Unstructured) error {
 	if o.Create {
 		if u != nil {
 			return &ConflictError{Step: step, Object: o, Reason: "it exists now, and the step was to create it"}
 		}
-		return remediate.Guard(o, "", nil)
+		return remediate.GuardAction(a, o, "", nil)
 	}
 	if u == nil {
 		return &ConflictError{Step: step, Object: o, Reason: "it no longer exists"}
@@ -80,7 +80,7 @@ func checkPlanned(step string, o remediate.Object, u *unstructured.Unstructured)
 		return &ConflictError{Step: step, Object: o, Reason: fmt.Sprintf("resourceVersion %s when planned, %s now", o.ResourceVersion, u.GetResourceVersion())}
 	}
 	typ, _, _ := unstructured.NestedString(u.Object, "type")
-	return remediate.Guard(o, typ, u.GetLabels())
+	return remediate.GuardAction(a, o, typ, u.GetLabels())
 }
 
 // patchBody is a JSON merge patch carrying the resourceVersion read when planning: the API
@@ -141,6 +141,12 @@ func (e *Executor) write(ctx context.Context, cl *cluster, st remediate.Step, dr
 		return e.helmMarkFailed(ctx, cl, st, dry)
 	case remediate.DeleteJob, remediate.DeleteBundleDeployment:
 		return e.delete(ctx, cl, st, dry)
+	case remediate.HelmRewriteAPIs:
+		return e.helmRewrite(ctx, cl, st, dry)
+	case remediate.MigrateStorage:
+		return e.migrate(ctx, cl, st, dry)
+	case remediate.TrimStoredVersions:
+		return e.trim(ctx, cl, st, dry)
 	}
 	body, err := patchOf(st, v)
 	if err != nil {
@@ -262,6 +268,12 @@ func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, v 
 	switch st.Action {
 	case remediate.HelmRollback, remediate.HelmMarkFailed:
 		return e.helmState(ctx, cl, st)
+	case remediate.HelmRewriteAPIs:
+		return e.rewriteState(cl, st)
+	case remediate.MigrateStorage:
+		return e.migrateState(ctx, cl, st)
+	case remediate.TrimStoredVersions:
+		return e.trimState(ctx, cl, st)
 	}
 	u, err := cl.read(ctx, st.Target)
 	if err != nil {

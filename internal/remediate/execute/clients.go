@@ -121,6 +121,7 @@ var wellKnown = map[string]known{
 	"fleet.cattle.io/GitRepo":          {schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "gitrepos"}, true},
 	"fleet.cattle.io/BundleDeployment": {schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundledeployments"}, true},
 	"upgrade.cattle.io/Plan":           {schema.GroupVersionResource{Group: "upgrade.cattle.io", Version: "v1", Resource: "plans"}, true},
+	"apiextensions.k8s.io/CustomResourceDefinition": {schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, false},
 }
 
 // resourceName renders a GVR as kubectl names it: plans.upgrade.cattle.io, secrets.

@@ -81,6 +81,9 @@ type Executor struct {
 	numbers map[string]int
 	quit    bool
 	bound   map[string]bool
+	// note is what a write did beyond the objects it lists (a storage migration's count),
+	// for the step's applied line.
+	note string
 }
 
 // Run executes a plan: per incident, its attempts lowest risk first, stopping at the first
@@ -505,7 +508,8 @@ func (e *Executor) incident(ctx context.Context, plan *remediate.Plan, inc remed
 				}
 			}
 		}
-		if a.Mutating() && all {
+		// A migration only prepares the trim: verified, it does not end the ladder.
+		if a.Mutating() && all && !a.Prepares {
 			fixed = true
 		}
 	}
@@ -641,6 +645,7 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		}
 	}
 	// the write, under the planned resourceVersion
+	e.note = ""
 	writes, err := e.write(ctx, cl, st, false, v)
 	if errors.Is(err, ErrKilled) {
 		return StatusFailed, err.Error(), err // a simulated kill: nothing more is journaled
@@ -663,8 +668,15 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		}
 		return e.stop(st, err)
 	}
-	e.say("  [%d] applied: %s", n, describeWrites(writes))
-	if err := e.record(st, PhaseApplied, describeWrites(writes), func(en *Entry) { en.Writes = writes }); err != nil {
+	applied := describeWrites(writes)
+	if e.note != "" {
+		applied = e.note
+		if len(writes) > 0 {
+			applied += "; " + describeWrites(writes)
+		}
+	}
+	e.say("  [%d] applied: %s", n, applied)
+	if err := e.record(st, PhaseApplied, applied, func(en *Entry) { en.Writes = writes }); err != nil {
 		return StatusFailed, err.Error(), err
 	}
 	return e.verify(ctx, cl, st, v)
@@ -743,7 +755,7 @@ func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) (
 			return nil, nil, fmt.Errorf("reading %s for its backup: %w", o.Ref(), err)
 		}
 		if i < len(st.Touches) {
-			if err := checkPlanned(st.ID, o, u); err != nil {
+			if err := checkPlanned(st.Action, st.ID, o, u); err != nil {
 				return nil, nil, err
 			}
 			if i == 0 && u != nil {

@@ -137,7 +137,12 @@ func (g *guardedSecrets) Delete(context.Context, string, metav1.DeleteOptions) e
 
 // storageFor opens Helm's storage on a namespace's Secrets, writes guarded.
 func (e *Executor) storageFor(cl *cluster, st remediate.Step, dry bool, expect map[string]string) (*storage.Storage, *guardedSecrets) {
-	gs := &guardedSecrets{SecretInterface: cl.kube.Core.Secrets(st.Helm.Namespace), cluster: cl.name, namespace: st.Helm.Namespace, step: st.ID, dry: dry, expect: expect}
+	return e.storageIn(cl, st, st.Helm.Namespace, dry, expect)
+}
+
+// storageIn opens Helm's storage on the Secrets of namespace ns, writes guarded.
+func (e *Executor) storageIn(cl *cluster, st remediate.Step, ns string, dry bool, expect map[string]string) (*storage.Storage, *guardedSecrets) {
+	gs := &guardedSecrets{SecretInterface: cl.kube.Core.Secrets(ns), cluster: cl.name, namespace: ns, step: st.ID, dry: dry, expect: expect}
 	gs.afterWrite = func(w Write) error { return e.wrote(st, w) }
 	return storage.Init(driver.NewSecrets(gs)), gs
 }
@@ -167,6 +172,9 @@ func (e *Executor) helmErr(st remediate.Step, gs *guardedSecrets, name string, e
 	}
 	if apierrors.IsConflict(cause) || apierrors.IsAlreadyExists(cause) || errors.Is(err, driver.ErrReleaseExists) {
 		return &ConflictError{Step: st.ID, Object: gs.object(name), Reason: "the API server refused the write: " + cause.Error()}
+	}
+	if st.Helm == nil {
+		return fmt.Errorf("Helm release record %s/%s: %w", gs.namespace, name, err)
 	}
 	return fmt.Errorf("Helm release %s/%s: %w", st.Helm.Namespace, st.Helm.Release, err)
 }
@@ -295,14 +303,18 @@ func (e *Executor) rollback(ctx context.Context, cl *cluster, st remediate.Step,
 
 // holdSecrets checks that every release Secret still has the version read when planning.
 func (e *Executor) holdSecrets(ctx context.Context, cl *cluster, st remediate.Step, expect map[string]string) error {
+	return e.holdSecretsIn(ctx, cl, st, st.Helm.Namespace, expect)
+}
+
+func (e *Executor) holdSecretsIn(ctx context.Context, cl *cluster, st remediate.Step, ns string, expect map[string]string) error {
 	for name, rv := range expect {
-		o := remediate.Object{Cluster: cl.name, APIVersion: "v1", Kind: "Secret", Namespace: st.Helm.Namespace, Name: name, ResourceVersion: rv}
-		s, err := cl.kube.Core.Secrets(st.Helm.Namespace).Get(ctx, name, metav1.GetOptions{})
+		o := remediate.Object{Cluster: cl.name, APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: name, ResourceVersion: rv}
+		s, err := cl.kube.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return &ConflictError{Step: st.ID, Object: o, Reason: "it no longer exists"}
 		}
 		if err != nil {
-			return fmt.Errorf("reading Secret %s/%s: %w", st.Helm.Namespace, name, err)
+			return fmt.Errorf("reading Secret %s/%s: %w", ns, name, err)
 		}
 		if rv != "" && s.ResourceVersion != rv {
 			return &ConflictError{Step: st.ID, Object: o, Reason: fmt.Sprintf("resourceVersion %s when planned, %s now", rv, s.ResourceVersion)}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/unstick-dev/unstick/internal/remediate"
 )
 
@@ -20,6 +22,7 @@ const (
 	PhaseConflict   = "conflict"   // an object changed since planning: no write was made
 	PhaseFailed     = "failed"     // the step failed; see the message
 	PhaseAbandoned  = "abandoned"  // terminal: begun in an earlier run, not applied, no longer planned
+	PhaseProgress   = "progress"   // a storage migration finished a page (continue token, count)
 
 	// PhaseInterrupted: the step's writes stopped part-way (some were made) or a write's
 	// answer was lost, so what the server holds is not known here; the next run finishes the
@@ -40,6 +43,9 @@ type Hooks struct {
 	// AfterWrite runs after each object a step writes (a Helm rollback writes several); an
 	// error stops the run there, mid-step, as a process killed between two writes would.
 	AfterWrite func(ctx context.Context, step remediate.Step, w Write) error
+	// BeforeMigrateObject runs in a storage migration after an object was listed and before
+	// it is written back: a test makes a concurrent writer's update land exactly there.
+	BeforeMigrateObject func(ctx context.Context, step remediate.Step, obj *unstructured.Unstructured) error
 }
 
 // ErrKilled is what a test hook returns to simulate the process being killed.

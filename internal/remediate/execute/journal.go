@@ -43,6 +43,13 @@ type Entry struct {
 	// before the write (observedGeneration, agentDeployedGeneration): verification wants it to
 	// move, not merely to be high.
 	Baseline *int64 `json:"baseline,omitempty"`
+	// Continue, Migrated, Pages and Objects are, on the progress lines of a storage
+	// migration, the list's continue token after the page, the objects written back so far,
+	// the pages done and the objects of this page: a killed run resumes from the last one.
+	Continue string   `json:"continue,omitempty"`
+	Migrated int      `json:"migrated,omitempty"`
+	Pages    int      `json:"pages,omitempty"`
+	Objects  []string `json:"objects,omitempty"`
 }
 
 // Write is one object written by a step.
@@ -142,6 +149,10 @@ type stepState struct {
 	restartedAt string
 	baseline    *int64
 	writes      []Write
+	// cont, migrated and pages are a storage migration's progress (its last progress line).
+	cont     string
+	migrated int
+	pages    int
 }
 
 func terminal(phase string) bool {
@@ -169,6 +180,9 @@ func states(entries []Entry) map[string]*stepState {
 		}
 		if e.Baseline != nil {
 			s.baseline = e.Baseline
+		}
+		if e.Phase == PhaseProgress {
+			s.cont, s.migrated, s.pages = e.Continue, e.Migrated, e.Pages
 		}
 		s.writes = append(s.writes, e.Writes...)
 		if terminal(e.Phase) && s.terminal == "" {

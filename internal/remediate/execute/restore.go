@@ -240,6 +240,9 @@ func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreIte
 	if saved == nil {
 		return fail("the backup holds no copy of it")
 	}
+	if obj.Group() == "apiextensions.k8s.io" && obj.Kind == "CustomResourceDefinition" {
+		return restoreStoredVersions(ctx, cl, obj, e, saved, live, r)
+	}
 	if err := remediate.Guard(obj, secretType(saved), saved.GetLabels()); err != nil {
 		return fail("%v", err)
 	}
@@ -277,4 +280,30 @@ func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreIte
 func secretType(u *unstructured.Unstructured) string {
 	t, _, _ := unstructured.NestedString(u.Object, "type")
 	return t
+}
+
+// restoreStoredVersions undoes a stored-versions trim: status.storedVersions of the live CRD
+// gets back the backup's, through the status subresource under the live resourceVersion.
+// Nothing else of a CRD is ever written, by fix or by restore.
+func restoreStoredVersions(ctx context.Context, cl *cluster, obj remediate.Object, e IndexEntry, saved, live *unstructured.Unstructured, r RestoreOutcome) RestoreOutcome {
+	if e.action() != remediate.TrimStoredVersions || live == nil || string(live.GetUID()) != e.UID {
+		r.Status, r.Message = Refused, "a CRD is only ever restored as a stored-versions trim left it: the same CRD, status.storedVersions only"
+		return r
+	}
+	want, _, _ := unstructured.NestedStringSlice(saved.Object, "status", "storedVersions")
+	if len(want) == 0 {
+		r.Status, r.Message = Refused, "the backup holds no status.storedVersions"
+		return r
+	}
+	upd := live.DeepCopy()
+	if err := unstructured.SetNestedStringSlice(upd.Object, want, "status", "storedVersions"); err != nil {
+		r.Status, r.Message = Refused, err.Error()
+		return r
+	}
+	if _, err := cl.dyn.Resource(crdGVR).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		r.Status, r.Message = Refused, fmt.Sprintf("updating status.storedVersions: %v", err)
+		return r
+	}
+	r.Status, r.Message = Restored, fmt.Sprintf("status.storedVersions %v again", want)
+	return r
 }

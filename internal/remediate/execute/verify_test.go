@@ -167,6 +167,11 @@ func TestLoadBackupRefusesTampering(t *testing.T) {
 				return append(idx, IndexEntry{Cluster: "local", APIVersion: "v1", Kind: "Namespace", Name: "cattle-system"})
 			})
 		}},
+		{"CRD outside a stored-versions trim", "CRDs are never changed", func(t *testing.T, dir string) {
+			reseal(t, dir, func(idx []IndexEntry) []IndexEntry {
+				return append(idx, IndexEntry{Step: "helm-rollback-1", Cluster: "local", APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "bundles.fleet.cattle.io"})
+			})
+		}},
 		{"written by an older unstick", "older unstick", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, OriginFile))
 		}},
@@ -177,4 +182,37 @@ func TestLoadBackupRefusesTampering(t *testing.T) {
 			wantRefused(t, dir, tc.reason)
 		})
 	}
+}
+
+// A CRD backed up by a stored-versions trim is accepted (and restore writes back only its
+// status.storedVersions).
+func TestLoadBackupAcceptsATrimmedCRD(t *testing.T) {
+	dir := sampleBackup(t)
+	b, err := newBackups(dir, "r2", mustOrigin(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := remediate.Object{Cluster: "local", APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets.example.unstick.dev"}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": crd.APIVersion, "kind": crd.Kind,
+		"metadata": map[string]any{"name": crd.Name, "uid": "7f1d6a4e-6a43-4b4e-9f55-2b8f3f1f0c11", "resourceVersion": "900"},
+		"status":   map[string]any{"storedVersions": []any{"v1", "v2"}}}}
+	if _, _, err := b.saveObject(string(remediate.TrimStoredVersions)+"-0123456789", crd, u); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadBackup(dir)
+	if err != nil {
+		t.Fatalf("a trim's CRD backup refused: %v", err)
+	}
+	if len(loaded.Index) != 3 || loaded.Index[2].action() != remediate.TrimStoredVersions {
+		t.Errorf("index %+v", loaded.Index)
+	}
+}
+
+func mustOrigin(t *testing.T, dir string) *Origin {
+	t.Helper()
+	o, err := readOrigin(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

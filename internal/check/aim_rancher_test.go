@@ -1,0 +1,25 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// A cluster read through Rancher's proxy with the credentials of a context for Rancher has
+// no context of its own: its commands carry the Rancher context and the cluster's proxy URL
+// (helm: --kube-apiserver), so they reach that cluster and not the one the context points at.
+func TestAimThroughRancherCarriesTheServer(t *testing.T) {
+	a := aimer{subject: contextOf(&snapshot.Cluster{Name: "prod-eu-1", Context: "rancher",
+		ContextServer: "https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt"}, "prod-eu-1")}
+	cases := map[string]string{
+		"kubectl -n cattle-fleet-system rollout restart deployment/fleet-agent": "kubectl --context rancher --server https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt -n cattle-fleet-system rollout restart deployment/fleet-agent",
+		"helm -n cattle-fleet-system history fleet-agent-c-m-4x7kq2zt":          "helm --kube-context rancher --kube-apiserver https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt -n cattle-fleet-system history fleet-agent-c-m-4x7kq2zt",
+		"kubectl get crd -o json | kubectl replace -f -":                        "kubectl --context rancher --server https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt get crd -o json | kubectl --context rancher --server https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt replace -f -",
+	}
+	for in, want := range cases {
+		if got, _ := a.aim(in, false); got != want {
+			t.Errorf("aim(%q):\n got %s\nwant %s", in, got, want)
+		}
+	}
+}
