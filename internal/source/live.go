@@ -315,7 +315,11 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	// What the API server runs: what it serves (the upgrade gate's current version). Not
 	// knowing it is no error: the Nodes' kubeletVersions say it too.
 	if v, err := kube.Discovery.ServerVersion(); err == nil && v.GitVersion != "" {
-		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: t.Name, ServerVersion: v.GitVersion})
+		// Declared again with the version: everything else as Info says (a cluster read
+		// through Rancher keeps the context and --server its commands are aimed with).
+		info := t.Info()
+		info.ServerVersion = v.GitVersion
+		sink.DeclareCluster(info)
 	}
 	if err := r.namespaces(ctx); err != nil {
 		return fmt.Errorf("%s: listing namespaces: %w", t.Label(), err)
