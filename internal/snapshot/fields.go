@@ -206,7 +206,7 @@ var fields = map[string][][]redact.Rule{
 	// Rancher's own record of every cluster: the imported clusters' version management.
 	"management.cattle.io/Cluster": {
 		redact.Keep("spec.displayName", "spec.internal", "spec.fleetWorkspaceName",
-			"spec.rke2Config", "spec.k3sConfig", "status.driver", "status.provider", "status.version",
+			"spec.rke2Config.kubernetesVersion", "spec.k3sConfig.kubernetesVersion", "status.driver", "status.provider", "status.version",
 			"status.agentImage", "status.connected"),
 		redact.KeepText("status.conditions"),
 	},
