@@ -197,6 +197,9 @@ func run(outDir string) error {
 	if err := w.local(); err != nil {
 		return err
 	}
+	if err := w.rancher(); err != nil {
+		return err
+	}
 	return writeBundleInfo(outDir, cs)
 }
 
@@ -223,6 +226,9 @@ func writeBundleInfo(outDir string, cs []*fcl) error {
 		s += "    role: " + role + "\n"
 		s += "    server: " + server + "\n"
 		s += "    fleetCluster: " + c.ns + "/" + c.name + "\n"
+	}
+	for _, c := range rancherClusters { // rancher.go: clusters without a Fleet agent of their own in the example
+		s += "  - name: " + c.dir + "\n    role: downstream\n    server: " + rancherURL + "/k8s/clusters/" + c.id + "\n"
 	}
 	return os.WriteFile(filepath.Join(outDir, "unstick-bundle.yaml"), []byte(s), 0o644)
 }

@@ -16,7 +16,10 @@ import (
 // own resources and their CRDs, the fleet-crd release that installs them (Rancher installs
 // it there only), Rancher's etcd snapshot records, and the Fleet controller.
 var (
-	managementCommand = regexp.MustCompile(`\b(clusters|bundles|bundledeployments|gitrepos|clusterregistrations|contents|clustergroups|bundlenamespacemappings)\.fleet\.cattle\.io\b|\betcdsnapshots\.rke\.cattle\.io\b|\bfleet-controller\b|\bfleet-crd\b`)
+	managementCommand = regexp.MustCompile(`\b(clusters|bundles|bundledeployments|gitrepos|clusterregistrations|contents|clustergroups|bundlenamespacemappings)\.fleet\.cattle\.io\b|\betcdsnapshots\.rke\.cattle\.io\b|\bfleet-controller\b|\bfleet-crd\b` +
+		// Rancher's own upgrade objects: provisioned clusters, their control planes, CAPI
+		// machines and machine-plan Secrets (fleet-default, c-m-*), Rancher's cluster records.
+		`|\b(clusters\.provisioning|rkecontrolplanes\.rke|rkebootstraps\.rke|clusters\.management|settings\.management)\.cattle\.io\b|\.cluster\.x-k8s\.io\b|-n (fleet-default|c-m-[a-z0-9]+)\b`)
 	// A program starts a command: at its beginning or after a pipe, && or ;.
 	programStart = regexp.MustCompile(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm)( |$)`)
 )

@@ -162,7 +162,7 @@ func human(d time.Duration) string {
 
 // sourceOf is the evidence source of an object: the file it was read from, else its ref.
 func sourceOf(c *snapshot.Cluster, o finding.ObjectRef) string {
-	if s := c.Source(o.Kind, o.Namespace, o.Name); s != "" {
+	if s := c.SourceRef(o.APIVersion, o.Kind, o.Namespace, o.Name); s != "" {
 		return s
 	}
 	return o.String()

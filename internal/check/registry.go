@@ -38,5 +38,10 @@ func All() []Check {
 		etcdBackups,
 		agentConfig,
 		privateRegistryPullSecrets,
+		// Rancher's own Kubernetes upgrades: provisioned clusters' machine plans, imported
+		// clusters' version management.
+		rancherProvisioned,
+		rancherImported,
+		rancherReadiness,
 	}
 }

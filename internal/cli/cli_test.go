@@ -70,8 +70,9 @@ func scanJSON(t *testing.T, from string) (jsonReport, string, int) {
 	return r, out, code
 }
 
-// The README's first command: the example fleet's three stuck upgrades, each an incident with
-// the right root cause, nothing serious about the healthy clusters, exit 3.
+// The README's first command: the example fleet's stuck upgrades (three Fleet/SUC ones and
+// two of Rancher's own), each an incident with the right root cause, nothing serious about
+// the healthy clusters, exit 3.
 func TestScanExampleFindsEachStuckUpgrade(t *testing.T) {
 	r, _, code := scanJSON(t, example)
 	if code != ExitFindings {
@@ -84,6 +85,11 @@ func TestScanExampleFindsEachStuckUpgrade(t *testing.T) {
 		// prod-ap-1 is not stuck: its next upgrade (its Plan: v1.32) would break it
 		"api/removed-in-target":  "prod-ap-1",
 		"crd/version-not-served": "prod-ap-1",
+		// Rancher's own upgrades: a provisioned cluster's worker drain blocked by a
+		// PodDisruptionBudget, and an imported cluster's stuck Rancher-managed upgrade (with
+		// the operators' own Plan it disabled as a symptom).
+		"rancher/drain-blocked":          "prod-eu-2",
+		"rancher/imported-upgrade-stuck": "edge-rke2-7",
 	}
 	for id, cluster := range want {
 		found := false

@@ -46,10 +46,13 @@ func TestFixPlansTheExampleFleet(t *testing.T) {
 		"helm --kube-context prod-eu-1 -n cattle-fleet-system rollback fleet-agent-c-m-4x7kq2zt 3",
 		"above --max-risk low: not run",
 		"kubectl --context prod-us-1 -n cattle-fleet-system rollout restart deployment/fleet-agent",
-		"No automatic fix (2):",
+		"No automatic fix (4):",
 		"pod/unschedulable-taints on edge-arm-1",
 		// prod-ap-1's upgrade gate: the bundle's file is changed in Git, by hand.
 		"api/removed-in-target on local — Bundle/fleet-default/platform-apf",
+		// Rancher's own upgrades: guided fixes only.
+		"rancher/drain-blocked on local — Machine/fleet-default/prod-eu-2-worker-6mq2r",
+		"rancher/imported-upgrade-stuck on local — Cluster/c-9qzbw",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the plan does not say %q:\n%s", want, out)

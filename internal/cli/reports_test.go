@@ -133,7 +133,7 @@ func TestVerbosity(t *testing.T) {
 		t.Errorf("stderr without -v: %q", errOut)
 	}
 	_, errOut, _ = run(t, "scan", "--from", example, "-o", "json", "-v")
-	if !strings.Contains(errOut, "info: loaded clusters=7") || strings.Contains(errOut, "debug:") {
+	if !strings.Contains(errOut, "info: loaded clusters=9") || strings.Contains(errOut, "debug:") {
 		t.Errorf("-v: %q", errOut)
 	}
 	_, errOut, _ = run(t, "-vv", "scan", "--from", example, "-o", "json")

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -392,6 +393,7 @@ spec:
 		t.Fatal(err)
 	}
 	plantFleet(t, filepath.Join(dir, "clusters", "local", "fleet"), c)
+	plantRancher(t, filepath.Join(dir, "clusters", "local"), c)
 	for _, helm := range []string{
 		filepath.Join(root, "cattle-fleet-system", "secrets.yaml"),
 		filepath.Join(dir, "clusters", "local", "cattle-fleet-local-system", "helm.yaml"),
@@ -399,6 +401,98 @@ spec:
 		plantHelmFile(t, helm, c)
 	}
 	return dir
+}
+
+// plantRancher puts canaries where Rancher's own upgrades keep secrets and free text on the
+// management cluster: a machine-plan Secret's plan and appliedPlan bodies (the join token),
+// its failed-output and drain-error, the provisioning-log, a control plane's machine config,
+// a Setting whose value unstick does not read. A provisioned cluster mid-upgrade makes the
+// rancher/ checks quote what they may.
+func plantRancher(t *testing.T, localDir string, c *canaries) {
+	t.Helper()
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	plan := `{"files":[{"path":"/etc/rancher/rke2/config.yaml.d/50-rancher.yaml","content":"token: K10` + c.v("join token in a machine plan") + `::server:x"}],"instructions":[{"name":"install","image":"rancher/system-agent-installer-rke2:v1.31.4-rke2r1"}]}`
+	applied := `{"files":[{"path":"/etc/rancher/rke2/config.yaml.d/50-rancher.yaml","content":"token: K10` + c.v("join token in an applied machine plan") + `::server:x"}]}`
+	failed := `{"install":"` + b64("+ /opt/rke2/install.sh\nlogin to registry failed: --token "+c.v("token in a machine plan's failed-output")+"\nerror applying plan") + `"}`
+	objects := `apiVersion: v1
+kind: List
+items:
+- apiVersion: provisioning.cattle.io/v1
+  kind: Cluster
+  metadata: {name: canary-prov, namespace: fleet-default}
+  spec:
+    kubernetesVersion: v1.31.4+rke2r1
+    rkeConfig:
+      machineGlobalConfig: {etcd-s3-secret-key: ` + c.v("machineGlobalConfig of a provisioning Cluster") + `}
+  status:
+    clusterName: c-m-canary01
+    conditions:
+    - {type: Updated, status: Unknown, reason: Waiting, lastUpdateTime: '2026-11-28T07:00:00Z',
+       message: 'configuring control plane node(s) canary-prov-cp-1: error applying plan -- check rancher-system-agent.service logs on node for more information'}
+- apiVersion: rke.cattle.io/v1
+  kind: RKEControlPlane
+  metadata: {name: canary-prov, namespace: fleet-default}
+  spec:
+    kubernetesVersion: v1.31.4+rke2r1
+    machineGlobalConfig: {token: ` + c.v("machineGlobalConfig of an RKEControlPlane") + `}
+  status:
+    appliedSpec: {kubernetesVersion: v1.30.8+rke2r1}
+    agentConnected: true
+- apiVersion: cluster.x-k8s.io/v1beta2
+  kind: Machine
+  metadata:
+    name: canary-prov-cp-1
+    namespace: fleet-default
+    labels: {cluster.x-k8s.io/cluster-name: canary-prov, rke.cattle.io/control-plane-role: 'true'}
+  spec:
+    clusterName: canary-prov
+    bootstrap: {configRef: {apiGroup: rke.cattle.io, kind: RKEBootstrap, name: canary-prov-cp-1}}
+    infrastructureRef: {apiGroup: rke-machine.cattle.io, kind: CustomMachine, name: canary-prov-cp-1}
+  status:
+    nodeRef: {name: canary-prov-cp-1}
+    conditions:
+    - {type: Reconciled, status: Unknown, reason: Waiting, lastTransitionTime: '2026-11-28T07:00:00Z', message: 'error applying plan'}
+- apiVersion: v1
+  kind: Secret
+  type: rke.cattle.io/machine-plan
+  metadata:
+    name: canary-prov-cp-1-machine-plan
+    namespace: fleet-default
+    labels: {rke.cattle.io/machine-name: canary-prov-cp-1, rke.cattle.io/cluster-name: canary-prov}
+    annotations:
+      rke.cattle.io/drain-error: 'error when evicting pods/"x-0" -n "shop": password=` + c.v("drain-error annotation") + `'
+      rke.cattle.io/join-url: 'https://canary:` + c.v("join-url annotation") + `@10.0.0.1:9345'
+  data:
+    plan: ` + b64(plan) + `
+    appliedPlan: ` + b64(applied) + `
+    failed-checksum: ` + b64(sha256Hex(plan)) + `
+    failure-count: ` + b64("3") + `
+    failed-output: ` + gzipB64(t, failed) + `
+    probe-statuses: ` + b64(`{"kubelet":{"healthy":true,"successCount":1}}`) + `
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: c-m-canary01}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: provisioning-log, namespace: c-m-canary01}
+  data:
+    log: "[INFO ] configuring control plane node(s) canary-prov-cp-1\n[ERROR] request failed: Authorization: Bearer ` + c.v("provisioning-log line") + `\n"
+- apiVersion: management.cattle.io/v3
+  kind: Setting
+  metadata: {name: canary-setting}
+  value: ` + c.v("value of a Setting unstick does not read") + `
+`
+	if err := os.MkdirAll(filepath.Join(localDir, "fleet-default"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(localDir, "fleet-default", "rancher-canaries.yaml"), []byte(objects), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // plantFleet puts canaries where Fleet keeps values on the management cluster: a Bundle's

@@ -37,6 +37,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/cli"
 	"github.com/unstick-dev/unstick/internal/remediate"
 	"github.com/unstick-dev/unstick/internal/remediate/execute"
+	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/source"
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
@@ -203,10 +204,16 @@ func everything(t *testing.T, cfg *rest.Config) map[string]objState {
 					}
 					return
 				}
+				kind := r.Kind
+				if snapshot.QualifiedGroups[gv.Group] {
+					// Rancher's provisioning and management Clusters and CAPI's share Fleet's
+					// kind name and, for one cluster, its namespace and name.
+					kind += "." + gv.Group
+				}
 				for _, it := range items.Items {
-					key := r.Kind + "/" + it.GetNamespace() + "/" + it.GetName()
+					key := kind + "/" + it.GetNamespace() + "/" + it.GetName()
 					if it.GetNamespace() == "" {
-						key = r.Kind + "/" + it.GetName()
+						key = kind + "/" + it.GetName()
 					}
 					out[key] = objState{RV: it.GetResourceVersion(), UID: string(it.GetUID()), Content: content(&it)}
 				}

@@ -25,7 +25,7 @@ const (
 	now     = "2026-11-28T09:30:00Z"
 )
 
-var exampleClusters = []string{"local", "prod-eu-1", "prod-us-1", "edge-arm-1", "staging-1", "dev-1", "prod-ap-1"}
+var exampleClusters = []string{"local", "prod-eu-1", "prod-us-1", "edge-arm-1", "staging-1", "dev-1", "prod-ap-1", "prod-eu-2", "edge-rke2-7"}
 
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,6 +44,11 @@ var exampleClusterIDs = map[string]string{
 	"edge-arm-1": "c-m-h5w8zq3n",
 	"staging-1":  "c-m-t3b6nc8x",
 	"dev-1":      "c-m-r8j2fw5m",
+	"prod-ap-1":  "c-m-6k2pz7va",
+	// Rancher's own upgrades in the example: a provisioned and an imported cluster (the
+	// imported one's management Cluster is in the example's local cluster already).
+	"prod-eu-2":   "c-m-8x2kq7vd",
+	"edge-rke2-7": "c-9qzbw",
 }
 
 // Clusters the stand-in knows besides the example's: one whose API server refuses
@@ -160,7 +166,7 @@ func startRancherFleet(t *testing.T) *rancherFleet {
 			"metadata": map[string]any{"name": id},
 			"spec":     map[string]any{"displayName": display},
 		}}
-		if _, err := mgmt.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		if _, err := mgmt.Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("creating management cluster %s: %v", id, err)
 		}
 	}

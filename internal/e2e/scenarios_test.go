@@ -29,6 +29,14 @@ var liveScenarios = []string{
 	"crd/missing-downstream-agent-positive",
 	"crd/version-not-served-positive",
 	"cluster/clock-skew-node-heartbeat-positive",
+	// Rancher's own upgrades: the management cluster's provisioning, rke.cattle.io, CAPI
+	// (v1beta2) and management.cattle.io objects and machine-plan Secrets, the downstream
+	// PodDisruptionBudget; an imported cluster's Rancher-managed Plans.
+	"rancher/drain-blocked-positive",
+	"rancher/plan-failing-positive",
+	"rancher/plans-disabled-by-rancher-positive",
+	"rancher/plans-disabled-by-rancher-stuck-upgrade-positive",
+	"rancher/node-not-ready-positive",
 }
 
 func TestScenariosScanTheSameLive(t *testing.T) {

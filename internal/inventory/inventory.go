@@ -178,6 +178,7 @@ func clusterUses(c *snapshot.Cluster, target string) []Use {
 			out = append(out, deploymentUses(c, d)...)
 		}
 	}
+	out = append(out, provisionedUses(c)...)
 	for _, j := range c.Jobs {
 		if j.Labels[suc.LabelPlan] == "" {
 			continue

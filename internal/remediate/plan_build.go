@@ -234,7 +234,7 @@ func (pl *planner) object(cluster, apiVersion, kind, ns, name string) Object {
 	if c == nil {
 		return o
 	}
-	switch v := c.Get(kind, ns, name).(type) {
+	switch v := c.GetRef(apiVersion, kind, ns, name).(type) {
 	case identified:
 		o.UID, o.ResourceVersion = string(v.GetUID()), v.GetResourceVersion()
 	case *snapshot.Unstructured:

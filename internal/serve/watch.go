@@ -114,7 +114,7 @@ func (w *clusterWatch) start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, res := range source.Resources() {
-		if !w.served[res.GVR] {
+		if !res.Wanted(w.served) {
 			if !res.Optional {
 				w.static = append(w.static, finding.ScanError{Cluster: w.t.Name, Message: fmt.Sprintf("%s are not served by this API server; checks that need them were skipped", res.GVR.Resource)})
 			}
@@ -143,11 +143,11 @@ func (w *clusterWatch) start(ctx context.Context) error {
 		// cluster, and an informer per kind per namespace would be tens of thousands of
 		// watches.
 		for _, res := range source.Resources() {
-			if !res.ClusterScoped && !res.AllNamespaces && w.served[res.GVR] {
+			if !res.ClusterScoped && !res.AllNamespaces && res.Wanted(w.served) {
 				w.startInformer(res, metav1.NamespaceAll, source.WatchedNamespace)
 			}
 		}
-		inf := w.informer(namespacesGVR, "Namespace", metav1.NamespaceAll, "", false, nil)
+		inf := w.informer(namespacesGVR, "Namespace", metav1.NamespaceAll, "", "", false, nil)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.name) {
@@ -174,7 +174,7 @@ func (w *clusterWatch) startNamespaceLocked(ns string) {
 	}
 	w.nsStarted[ns] = true
 	for _, res := range source.Resources() {
-		if res.ClusterScoped || res.AllNamespaces || !w.served[res.GVR] {
+		if res.ClusterScoped || res.AllNamespaces || !res.Wanted(w.served) {
 			continue
 		}
 		w.startInformer(res, ns, nil)
@@ -185,7 +185,7 @@ func (w *clusterWatch) startNamespaceLocked(ns string) {
 // which namespaces' objects are kept: the others are cached as bare names and never wake
 // an evaluation.
 func (w *clusterWatch) startInformer(res source.Resource, ns string, keep func(string) bool) {
-	inf := w.informer(res.GVR, res.Kind, ns, res.Selector, res.MetaOnly, keep)
+	inf := w.informer(res.GVR, res.Kind, ns, res.Selector, res.FieldSelector, res.MetaOnly, keep)
 	kept := func(obj any) bool {
 		c, ok := obj.(*cachedObject)
 		return !ok || c.kept()
@@ -230,9 +230,9 @@ func (w *clusterWatch) startInformer(res source.Resource, ns string, keep func(s
 // WATCH, storing compacted objects. WatchList streaming is turned off: against a server
 // holding tens of thousands of objects of one kind its initial stream kept timing out
 // ("awaiting required bookmark event") and restarting, and memory grew with each restart.
-func (w *clusterWatch) informer(gvr schema.GroupVersionResource, kind, ns, selector string, metaOnly bool, keep func(string) bool) cache.SharedIndexInformer {
+func (w *clusterWatch) informer(gvr schema.GroupVersionResource, kind, ns, selector, fieldSelector string, metaOnly bool, keep func(string) bool) cache.SharedIndexInformer {
 	apiVersion := gvr.GroupVersion().String()
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector = selector, fieldSelector }
 	lw := &listWatch{}
 	var example runtime.Object = &unstructured.Unstructured{}
 	if metaOnly {

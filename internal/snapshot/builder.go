@@ -16,11 +16,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
 	"github.com/unstick-dev/unstick/internal/manifest"
+	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
@@ -232,6 +234,8 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 		target = &appsv1.DaemonSet{}
 	case "batch/Job":
 		target = &batchv1.Job{}
+	case "policy/PodDisruptionBudget":
+		target = &policyv1.PodDisruptionBudget{}
 	case "apiextensions.k8s.io/CustomResourceDefinition":
 		target = &crdView{}
 	case "fleet.cattle.io/Cluster":
@@ -265,6 +269,11 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 		if md, ok := u.Object["metadata"].(map[string]any); ok {
 			delete(md, "managedFields")
 		}
+		if group == rancher.GroupManagement && h.Kind == rancher.KindSetting && !rancher.KeptSetting(h.Metadata.Name) {
+			// Only the settings the checks read keep a value (others may hold anything).
+			delete(u.Object, "value")
+			delete(u.Object, "default")
+		}
 		return u, nil
 	}
 	if err := json.Unmarshal(raw, target); err != nil {
@@ -287,6 +296,7 @@ type Object struct {
 	key  string
 	obj  any
 	helm *helmrelease.Release // the release record of a Helm release Secret
+	plan *rancher.MachinePlan // the status of a Rancher machine-plan Secret
 	// docs are a Fleet Bundle's documents (its resources are dropped); docErr says why some
 	// could not be read.
 	docs   []manifest.Doc
@@ -306,12 +316,19 @@ func Prepare(h *Header, raw []byte) (*Object, error) {
 
 // finish trims a decoded object (see Prepare) and wraps it.
 func finish(apiVersion, kind, namespace, name string, obj any) *Object {
-	o := &Object{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name, key: Key(kind, namespace, name)}
+	o := &Object{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name, key: KeyFor(apiVersion, kind, namespace, name)}
 	switch t := obj.(type) {
 	case *corev1.Event:
 		normaliseSeries(t)
 	case *corev1.ConfigMap:
+		var log string
+		if rancher.IsProvisioningLog(t.Namespace, t.Name) {
+			log = rancher.LogTail(t.Data[rancher.ProvisioningLogKey])
+		}
 		t.Data = keysOnly(t.Data, suc.EnvPrefix)
+		if log != "" {
+			t.Data[rancher.ProvisioningLogKey] = log // the planner's history, redacted tail
+		}
 		t.BinaryData = nil
 	case *corev1.Secret:
 		if t.Type == helmrelease.SecretType || strings.HasPrefix(t.Name, helmrelease.SecretPrefix) {
@@ -319,6 +336,13 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 			// Helm writes error text into the description, which may quote a value: every
 			// reader (checks, fix plans, reports) gets it redacted, as log lines are.
 			o.helm.Description = redact.String(o.helm.Description)
+		}
+		if t.Type == rancher.SecretTypeMachinePlan {
+			// The plan bodies hold the cluster's join tokens: only checksums and the status
+			// keys rancher-system-agent writes back survive.
+			safe, problems := rancher.SafeData(t.Data)
+			o.plan = rancher.FromSafeData(t.Namespace, t.Name, t.Labels, t.Annotations, safe)
+			o.plan.Problems = problems
 		}
 		for k := range t.Data {
 			t.Data[k] = nil // payloads never leave the loader
@@ -430,6 +454,14 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 			}
 			c.HelmReleases = append(c.HelmReleases, r)
 		}
+		if p := o.plan; p != nil {
+			file, line := splitSource(src)
+			for _, msg := range p.Problems {
+				b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line,
+					Message: fmt.Sprintf("machine-plan Secret %s/%s: %s (ignored)", t.Namespace, t.Name, msg)})
+			}
+			c.MachinePlans = append(c.MachinePlans, p)
+		}
 		c.Secrets = append(c.Secrets, t)
 	case *corev1.ResourceQuota:
 		c.ResourceQuotas = append(c.ResourceQuotas, t)
@@ -441,6 +473,8 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.DaemonSets = append(c.DaemonSets, t)
 	case *batchv1.Job:
 		c.Jobs = append(c.Jobs, t)
+	case *policyv1.PodDisruptionBudget:
+		c.PodDisruptionBudgets = append(c.PodDisruptionBudgets, t)
 	case *CRD:
 		c.CRDs = append(c.CRDs, t)
 		c.CRDsCollected = true
@@ -510,6 +544,9 @@ func (c *Cluster) remove(old *Object) {
 		if old.helm != nil {
 			c.HelmReleases = without(c.HelmReleases, old.helm)
 		}
+		if old.plan != nil {
+			c.MachinePlans = without(c.MachinePlans, old.plan)
+		}
 	case *corev1.ResourceQuota:
 		c.ResourceQuotas = without(c.ResourceQuotas, t)
 	case *appsv1.Deployment:
@@ -520,6 +557,8 @@ func (c *Cluster) remove(old *Object) {
 		c.DaemonSets = without(c.DaemonSets, t)
 	case *batchv1.Job:
 		c.Jobs = without(c.Jobs, t)
+	case *policyv1.PodDisruptionBudget:
+		c.PodDisruptionBudgets = without(c.PodDisruptionBudgets, t)
 	case *CRD:
 		c.CRDs = without(c.CRDs, t)
 	case *fleetv1.Cluster:
@@ -716,6 +755,27 @@ func sortCluster(c *Cluster) {
 	sort.Slice(c.ClusterRegistrations, func(i, j int) bool { return byNsName(c.ClusterRegistrations[i], c.ClusterRegistrations[j]) })
 	sort.Slice(c.Jobs, func(i, j int) bool { return byNsName(c.Jobs[i], c.Jobs[j]) })
 	sort.Slice(c.Plans, func(i, j int) bool { return byNsName(c.Plans[i], c.Plans[j]) })
+	sort.Slice(c.PodDisruptionBudgets, func(i, j int) bool { return byNsName(c.PodDisruptionBudgets[i], c.PodDisruptionBudgets[j]) })
+	sort.Slice(c.MachinePlans, func(i, j int) bool {
+		a, b := c.MachinePlans[i], c.MachinePlans[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	sort.SliceStable(c.Other, func(i, j int) bool {
+		a, b := c.Other[i], c.Other[j]
+		if a.APIVersion != b.APIVersion {
+			return a.APIVersion < b.APIVersion
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
 	sort.Slice(c.EtcdSnapshots, func(i, j int) bool {
 		a, b := c.EtcdSnapshots[i], c.EtcdSnapshots[j]
 		if a.Namespace != b.Namespace {

@@ -145,16 +145,74 @@ var fields = map[string][][]redact.Rule{
 			"spec.cordon", "spec.drain", "spec.imagePullSecrets", "spec.postCompleteDelay"),
 		redact.KeepText("status"),
 	},
-	// Rancher's clusters: the Kubernetes version Rancher installs next (the upgrade gate's target,
-	// check/target.go) and what matches them to a downstream cluster.
-	"provisioning.cattle.io/Cluster": {redact.Keep("spec.kubernetesVersion", "status.clusterName")},
-	"management.cattle.io/Cluster": {redact.Keep("spec.displayName", "spec.rke2Config.kubernetesVersion",
-		"spec.k3sConfig.kubernetesVersion")},
 	"rke.cattle.io/ETCDSnapshot": {
 		redact.Keep("spec.clusterName", "snapshotFile.name", "snapshotFile.nodeName", "snapshotFile.createdAt",
 			"snapshotFile.status", "snapshotFile.size"),
 		redact.KeepText("spec.snapshotName", "spec.nodeName", "spec.location", "snapshotFile.location", "snapshotFile.message", "status"),
 	},
+	"policy/PodDisruptionBudget": {
+		redact.Keep("spec.minAvailable", "spec.maxUnavailable", "spec.selector", "spec.unhealthyPodEvictionPolicy"),
+		redact.KeepText("status"),
+	},
+	// Rancher's provisioned clusters (v2prov): the Kubernetes version Rancher installs next (also
+	// the upgrade gate's target, check/target.go), upgrade strategy, role counts and
+	// status; never machineGlobalConfig, machineSelectorConfig, registries or chart values,
+	// which may carry credentials.
+	"provisioning.cattle.io/Cluster": {
+		redact.Keep("spec.kubernetesVersion", "spec.rkeConfig.upgradeStrategy",
+			"spec.rkeConfig.machinePools[].name", "spec.rkeConfig.machinePools[].quantity",
+			"spec.rkeConfig.machinePools[].etcdRole", "spec.rkeConfig.machinePools[].controlPlaneRole",
+			"spec.rkeConfig.machinePools[].workerRole", "spec.rkeConfig.machinePools[].machineOS",
+			"spec.rkeConfig.etcd.disableSnapshots", "spec.rkeConfig.etcd.snapshotScheduleCron",
+			"spec.rkeConfig.etcd.snapshotRetention", "spec.rkeConfig.machineGlobalConfig.system-default-registry",
+			"status.clusterName", "status.ready",
+			"status.observedGeneration", "status.agentDeployed"),
+		redact.KeepText("status.conditions"),
+	},
+	"rke.cattle.io/RKEControlPlane": {
+		redact.Keep("spec.kubernetesVersion", "spec.clusterName", "spec.managementClusterName", "spec.upgradeStrategy",
+			"status.appliedSpec.kubernetesVersion", "status.agentConnected", "status.ready", "status.initialized",
+			"status.observedGeneration"),
+		redact.KeepText("status.conditions"),
+	},
+	"rke.cattle.io/RKEBootstrap": {
+		redact.Keep("spec.clusterName", "status.ready", "status.dataSecretName"),
+		redact.KeepText("status.conditions"),
+	},
+	"cluster.x-k8s.io/Cluster": {
+		redact.Keep("spec.paused", "spec.controlPlaneRef", "spec.infrastructureRef", "status.phase",
+			"status.infrastructureReady", "status.controlPlaneReady", "status.initialization"),
+		redact.KeepText("status.conditions", "status.v1beta2", "status.deprecated"),
+	},
+	"cluster.x-k8s.io/Machine": {
+		redact.Keep("spec.clusterName", "spec.bootstrap.configRef", "spec.infrastructureRef", "spec.version",
+			"status.nodeRef", "status.nodeInfo", "status.phase", "status.bootstrapReady", "status.infrastructureReady",
+			"status.lastUpdated", "status.initialization"),
+		redact.KeepText("status.conditions", "status.v1beta2", "status.deprecated", "status.failureMessage", "status.failureReason"),
+	},
+	"cluster.x-k8s.io/MachineSet": {
+		redact.Keep("spec.clusterName", "spec.replicas", "spec.selector"),
+		redact.KeepText("status"),
+	},
+	"cluster.x-k8s.io/MachineDeployment": {
+		redact.Keep("spec.clusterName", "spec.replicas", "spec.selector", "spec.strategy", "spec.rollout"),
+		redact.KeepText("status"),
+	},
+	"cluster.x-k8s.io/MachineHealthCheck": {
+		redact.Keep("spec.clusterName", "spec.selector", "spec.maxUnhealthy", "spec.unhealthyConditions",
+			"spec.nodeStartupTimeout", "spec.checks"),
+		redact.KeepText("status"),
+	},
+	// Rancher's own record of every cluster: the imported clusters' version management.
+	"management.cattle.io/Cluster": {
+		redact.Keep("spec.displayName", "spec.internal", "spec.fleetWorkspaceName",
+			"spec.rke2Config.kubernetesVersion", "spec.k3sConfig.kubernetesVersion", "status.driver", "status.provider", "status.version",
+			"status.agentImage", "status.connected"),
+		redact.KeepText("status.conditions"),
+	},
+	// Settings: the loader and the bundle writer drop the value of all but the settings the
+	// checks read (server-url, system-default-registry, imported-cluster-version-management).
+	"management.cattle.io/Setting": {redact.Keep("value", "default", "source")},
 	"k3s.cattle.io/ETCDSnapshotFile": {
 		redact.Keep("spec.snapshotName", "spec.nodeName"),
 		redact.KeepText("spec.location", "status"),

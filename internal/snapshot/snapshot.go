@@ -11,10 +11,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
 	"github.com/unstick-dev/unstick/internal/manifest"
+	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
 
@@ -89,7 +91,15 @@ type Cluster struct {
 	HelmReleases         []*helmrelease.Release
 	Plans                []*suc.Plan     // system-upgrade-controller Plans (upgrade.cattle.io)
 	EtcdSnapshots        []*EtcdSnapshot // rke.cattle.io ETCDSnapshots and k3s.cattle.io ETCDSnapshotFiles
-	Other                []*Unstructured
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	// MachinePlans are the status keys of Rancher's machine-plan Secrets (type
+	// rke.cattle.io/machine-plan); the Secrets themselves are in Secrets, payloads dropped.
+	MachinePlans []*rancher.MachinePlan
+	// Other holds every kind without a type of its own, as read: among them Rancher's
+	// provisioning.cattle.io and management.cattle.io Clusters, rke.cattle.io
+	// RKEControlPlanes and RKEBootstraps, CAPI (cluster.x-k8s.io) objects and
+	// management.cattle.io Settings. Use OtherOf to pick a group and kind.
+	Other []*Unstructured
 	// BundleDocs are the documents of each Fleet Bundle's resources, by identity only (see
 	// package manifest), keyed namespace/name; ContentDocs the same for each Content, by name.
 	// The resources themselves are not kept.
@@ -163,7 +173,64 @@ type Log struct {
 }
 
 // Key is the index key of an object: kind/namespace/name (namespace empty for cluster scope).
+// Kinds of the groups in QualifiedGroups are indexed under KeyFor's group-qualified key
+// instead, so that a Rancher provisioning Cluster, a management Cluster, a CAPI Cluster and
+// the Fleet Cluster of the same name (Rancher gives them one) do not replace each other.
 func Key(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// QualifiedGroups are the API groups whose kinds share names with the kinds unstick indexed
+// first (Cluster: Fleet's): their objects are keyed by kind.group.
+var QualifiedGroups = map[string]bool{
+	rancher.GroupProvisioning: true, rancher.GroupManagement: true, rancher.GroupCAPI: true, rancher.GroupRKE: true,
+}
+
+// KeyFor is the index key of an object of that apiVersion: Key for most, kind.group/... for
+// the kinds of QualifiedGroups.
+func KeyFor(apiVersion, kind, namespace, name string) string {
+	if g := groupOf(apiVersion); QualifiedGroups[g] {
+		return Key(kind+"."+g, namespace, name)
+	}
+	return Key(kind, namespace, name)
+}
+
+// GetRef returns the object of that apiVersion/kind/namespace/name (typed, or *Unstructured
+// for kinds without a type), or nil.
+func (c *Cluster) GetRef(apiVersion, kind, namespace, name string) any {
+	if o := c.objIndex[KeyFor(apiVersion, kind, namespace, name)]; o != nil {
+		return o.obj
+	}
+	return nil
+}
+
+// SourceRef is Source for an object named with its apiVersion.
+func (c *Cluster) SourceRef(apiVersion, kind, namespace, name string) string {
+	k := KeyFor(apiVersion, kind, namespace, name)
+	if _, ok := c.objIndex[k]; !ok {
+		return ""
+	}
+	return c.sourceOf(k)
+}
+
+// OtherOf returns the untyped objects of one API group and kind, in snapshot order.
+func (c *Cluster) OtherOf(group, kind string) []*Unstructured {
+	var out []*Unstructured
+	for _, u := range c.Other {
+		if u.Kind == kind && groupOf(u.APIVersion) == group {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// MachinePlanFor returns the machine-plan status of a machine (rke.cattle.io/machine-name).
+func (c *Cluster) MachinePlanFor(namespace, machine string) *rancher.MachinePlan {
+	for _, p := range c.MachinePlans {
+		if p.Namespace == namespace && p.Machine() == machine {
+			return p
+		}
+	}
+	return nil
+}
 
 // LogKey is the index key of a container log.
 func LogKey(namespace, pod, container string) string { return namespace + "/" + pod + "/" + container }

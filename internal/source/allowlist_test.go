@@ -178,7 +178,10 @@ func TestAllowlistKeepsTheUpgradeTarget(t *testing.T) {
 		"status":   map[string]any{"clusterName": "c-m-abc"}}
 	keepAllowed("provisioning.cattle.io/v1", "Cluster", prov, map[string]int{})
 	spec := prov["spec"].(map[string]any)
-	if spec["kubernetesVersion"] != "v1.32.5+rke2r1" || spec["rkeConfig"] != nil || prov["status"].(map[string]any)["clusterName"] != "c-m-abc" {
+	// rkeConfig keeps what the rancher/ checks read (upgrade strategy, pools, etcd snapshot
+	// settings, the registry prefix); its registries (credentials) go.
+	rkeConfig, _ := spec["rkeConfig"].(map[string]any)
+	if spec["kubernetesVersion"] != "v1.32.5+rke2r1" || rkeConfig["registries"] != nil || prov["status"].(map[string]any)["clusterName"] != "c-m-abc" {
 		t.Errorf("provisioning Cluster through the allowlist: %v", prov)
 	}
 	mgmt := map[string]any{"apiVersion": "management.cattle.io/v3", "kind": "Cluster", "metadata": map[string]any{"name": "c-m-abc"},

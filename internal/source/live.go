@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -170,8 +171,13 @@ type resource struct {
 	kind     string
 	scope    scope
 	selector string
-	metaOnly bool // names only (Fleet Contents are large)
-	optional bool // a CRD that may not be installed: silently skipped when not served
+	// fieldSelector narrows the list further (machine-plan Secrets by type).
+	fieldSelector string
+	// skipIfServed: an older version read only when the newer one is not served (CAPI
+	// v1beta1 where v1beta2 is not served yet).
+	skipIfServed schema.GroupVersionResource
+	metaOnly     bool // names only (Fleet Contents are large)
+	optional     bool // a CRD that may not be installed: silently skipped when not served
 }
 
 type scope int
@@ -208,13 +214,34 @@ var resources = []resource{
 	{gvr: gvr("", "v1", "serviceaccounts"), kind: "ServiceAccount", scope: watchedNamespaces},
 	{gvr: gvr("rke.cattle.io", "v1", "etcdsnapshots"), kind: "ETCDSnapshot", scope: allNamespaces, optional: true},
 	{gvr: gvr("k3s.cattle.io", "v1", "etcdsnapshotfiles"), kind: "ETCDSnapshotFile", scope: allNamespaces, optional: true},
+	// What Rancher's own upgrades of the clusters it provisions or imports are made of (on
+	// the management cluster; a cluster without Rancher serves none of these groups).
+	{gvr: gvr("provisioning.cattle.io", "v1", "clusters"), kind: "Cluster", scope: allNamespaces, optional: true},
+	{gvr: gvr("rke.cattle.io", "v1", "rkecontrolplanes"), kind: "RKEControlPlane", scope: allNamespaces, optional: true},
+	{gvr: gvr("rke.cattle.io", "v1", "rkebootstraps"), kind: "RKEBootstrap", scope: allNamespaces, optional: true},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta2", "clusters"), kind: "Cluster", scope: allNamespaces, optional: true},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta1", "clusters"), kind: "Cluster", scope: allNamespaces, optional: true, skipIfServed: gvr("cluster.x-k8s.io", "v1beta2", "clusters")},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta2", "machines"), kind: "Machine", scope: allNamespaces, optional: true},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta1", "machines"), kind: "Machine", scope: allNamespaces, optional: true, skipIfServed: gvr("cluster.x-k8s.io", "v1beta2", "machines")},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta2", "machinesets"), kind: "MachineSet", scope: allNamespaces, optional: true},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta1", "machinesets"), kind: "MachineSet", scope: allNamespaces, optional: true, skipIfServed: gvr("cluster.x-k8s.io", "v1beta2", "machinesets")},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta2", "machinedeployments"), kind: "MachineDeployment", scope: allNamespaces, optional: true},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta1", "machinedeployments"), kind: "MachineDeployment", scope: allNamespaces, optional: true, skipIfServed: gvr("cluster.x-k8s.io", "v1beta2", "machinedeployments")},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta2", "machinehealthchecks"), kind: "MachineHealthCheck", scope: allNamespaces, optional: true},
+	{gvr: gvr("cluster.x-k8s.io", "v1beta1", "machinehealthchecks"), kind: "MachineHealthCheck", scope: allNamespaces, optional: true, skipIfServed: gvr("cluster.x-k8s.io", "v1beta2", "machinehealthchecks")},
+	{gvr: gvr("management.cattle.io", "v3", "clusters"), kind: "Cluster", scope: clusterScoped, optional: true},
+	{gvr: gvr("management.cattle.io", "v3", "settings"), kind: "Setting", scope: clusterScoped, optional: true},
+	// The machine-plan Secrets (status keys only: the loader drops the plan bodies) and the
+	// planner's provisioning-log ConfigMaps in the c-m-* namespaces (WatchedNamespace).
+	{gvr: gvr("", "v1", "secrets"), kind: "Secret", scope: watchedNamespaces, fieldSelector: "type=" + rancher.SecretTypeMachinePlan},
+	{gvr: gvr("policy", "v1", "poddisruptionbudgets"), kind: "PodDisruptionBudget", scope: allNamespaces},
 }
 
 // WatchedNamespace says which namespaces hold what upgrades depend on: Rancher's and Fleet's
 // (cattle-*, fleet-*, Fleet's cluster-* namespaces), system-upgrade-controller's, kube-system.
 func WatchedNamespace(ns string) bool {
 	return strings.HasPrefix(ns, "cattle-") || strings.HasPrefix(ns, "fleet-") || strings.HasPrefix(ns, "cluster-fleet-") ||
-		ns == "system-upgrade" || ns == "kube-system"
+		ns == "system-upgrade" || ns == "kube-system" || strings.HasPrefix(ns, "c-m-")
 }
 
 type clusterReader struct {
@@ -255,7 +282,7 @@ func (r *clusterReader) listWatched(ctx context.Context, res resource) {
 			r.watched[ns] = true
 		}
 	})
-	_, err := r.dyn.Resource(res.gvr).Namespace("").List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: res.selector})
+	_, err := r.dyn.Resource(res.gvr).Namespace("").List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: res.selector, FieldSelector: res.fieldSelector})
 	if apierrors.IsForbidden(err) {
 		for _, ns := range r.ns {
 			r.list(ctx, res, ns)
@@ -288,7 +315,11 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	// What the API server runs: what it serves (the upgrade gate's current version). Not
 	// knowing it is no error: the Nodes' kubeletVersions say it too.
 	if v, err := kube.Discovery.ServerVersion(); err == nil && v.GitVersion != "" {
-		sink.DeclareCluster(snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: t.Name, ServerVersion: v.GitVersion})
+		// Declared again with the version: everything else as Info says (a cluster read
+		// through Rancher keeps the context and --server its commands are aimed with).
+		info := t.Info()
+		info.ServerVersion = v.GitVersion
+		sink.DeclareCluster(info)
 	}
 	if err := r.namespaces(ctx); err != nil {
 		return fmt.Errorf("%s: listing namespaces: %w", t.Label(), err)
@@ -296,6 +327,9 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	sem := make(chan struct{}, l.Concurrency)
 	var wg sync.WaitGroup
 	for _, res := range resources {
+		if res.skipIfServed.Resource != "" && r.served[res.skipIfServed] {
+			continue
+		}
 		if !r.served[res.gvr] {
 			if !res.optional {
 				sink.Error(finding.ScanError{Cluster: t.Name, Message: fmt.Sprintf("%s are not served by this API server; checks that need them were skipped", res.gvr.Resource)})
@@ -419,7 +453,7 @@ func (r *clusterReader) emit(obj any, kind, ns, name string) {
 
 // list reads one resource, page by page, dropping managedFields as it goes.
 func (r *clusterReader) list(ctx context.Context, res resource, ns string) {
-	opts := metav1.ListOptions{Limit: r.l.PageSize, LabelSelector: res.selector}
+	opts := metav1.ListOptions{Limit: r.l.PageSize, LabelSelector: res.selector, FieldSelector: res.fieldSelector}
 	adder, typedSink := r.sink.(preparedSink)
 	typed := typedSink && !res.metaOnly && snapshot.HasPageDecoder(res.gvr.GroupVersion().String(), res.kind)
 	for {

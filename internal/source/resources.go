@@ -12,6 +12,11 @@ type Resource struct {
 	GVR      schema.GroupVersionResource
 	Kind     string
 	Selector string // label selector (Helm release Secrets: owner=helm)
+	// FieldSelector narrows a list further (Rancher's machine-plan Secrets: by type).
+	FieldSelector string
+	// SkipIfServed names a newer version of the same kind: this one is read only when that
+	// is not served.
+	SkipIfServed schema.GroupVersionResource
 	// ClusterScoped kinds are read once; Namespaced ones either in all namespaces
 	// (AllNamespaces) or only in the watched ones (see WatchedNamespace).
 	ClusterScoped bool
@@ -25,12 +30,17 @@ func Resources() []Resource {
 	out := make([]Resource, 0, len(resources))
 	for _, r := range resources {
 		out = append(out, Resource{
-			GVR: r.gvr, Kind: r.kind, Selector: r.selector,
+			GVR: r.gvr, Kind: r.kind, Selector: r.selector, FieldSelector: r.fieldSelector, SkipIfServed: r.skipIfServed,
 			ClusterScoped: r.scope == clusterScoped, AllNamespaces: r.scope == allNamespaces,
 			MetaOnly: r.metaOnly, Optional: r.optional,
 		})
 	}
 	return out
+}
+
+// Wanted says whether this resource is read from a cluster serving served.
+func (r Resource) Wanted(served map[schema.GroupVersionResource]bool) bool {
+	return served[r.GVR] && (r.SkipIfServed.Resource == "" || !served[r.SkipIfServed])
 }
 
 // Trim drops what no check reads from a listed or watched object, in place: managedFields

@@ -21,6 +21,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
 	"github.com/unstick-dev/unstick/internal/manifest"
+	"github.com/unstick-dev/unstick/internal/rancher"
 	redactpkg "github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -126,7 +127,11 @@ func (w *BundleWriter) AddJSON(cluster, _ string, h *snapshot.Header, raw []byte
 	if ns == "" {
 		ns = "_cluster"
 	}
-	p := path.Join("clusters", cluster, ns, strings.ToLower(h.Kind)+".json")
+	file := strings.ToLower(h.Kind)
+	if g, _, ok := strings.Cut(h.APIVersion, "/"); ok && snapshot.QualifiedGroups[g] {
+		file += "." + g // Rancher's, CAPI's and Fleet's Clusters in one namespace: one file each
+	}
+	p := path.Join("clusters", cluster, ns, file+".json")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.cluster(cluster)
@@ -164,6 +169,14 @@ func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]
 			}
 		}
 	}
+	plan, planAnn := machinePlanData(kind, obj, counts)
+	log := provisioningLog(kind, obj)
+	if kind == rancher.KindSetting && strings.HasPrefix(apiVersion, rancher.GroupManagement+"/") {
+		if md, _ := obj["metadata"].(map[string]any); md == nil || !rancher.KeptSetting(fmt.Sprint(md["name"])) {
+			delete(obj, "value")
+			delete(obj, "default")
+		}
+	}
 	var skeleton []any
 	var content string
 	if strings.HasPrefix(apiVersion, "fleet.cattle.io/") {
@@ -181,6 +194,29 @@ func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]
 		obj["data"] = map[string]any{"release": helm}
 		counts["Helm release payloads reduced to their metadata"]++
 	}
+	if plan != nil {
+		obj["data"] = plan
+		if len(planAnn) > 0 {
+			md, _ := obj["metadata"].(map[string]any)
+			if md == nil {
+				md = map[string]any{}
+				obj["metadata"] = md
+			}
+			ann, _ := md["annotations"].(map[string]any)
+			if ann == nil {
+				ann = map[string]any{}
+				md["annotations"] = ann
+			}
+			for k, v := range planAnn {
+				ann[k] = v
+			}
+		}
+	}
+	if log != "" {
+		if data, ok := obj["data"].(map[string]any); ok {
+			data[rancher.ProvisioningLogKey] = log
+		}
+	}
 	if skeleton != nil {
 		if spec, ok := obj["spec"].(map[string]any); ok {
 			spec["resources"] = skeleton
@@ -191,6 +227,54 @@ func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]
 		obj["content"] = content
 		counts["Fleet bundle resources reduced to their documents' identities"]++
 	}
+}
+
+// machinePlanData reduces a Rancher machine-plan Secret's data to its status keys (never the
+// plan bodies, which hold join tokens) and its rke.cattle.io/* annotations, before the Secret
+// allowlist blanks the rest. nil for any other object.
+func machinePlanData(kind string, obj map[string]any, counts map[string]int) (map[string]any, map[string]string) {
+	if kind != "Secret" || obj["type"] != rancher.SecretTypeMachinePlan {
+		return nil, nil
+	}
+	raw := map[string][]byte{}
+	data, _ := obj["data"].(map[string]any)
+	for k, v := range data {
+		if s, ok := v.(string); ok {
+			if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+				raw[k] = b
+			}
+		}
+	}
+	delete(obj, "data")
+	safe, _ := rancher.SafeData(raw)
+	counts["machine-plan bodies reduced to checksums"]++
+	var ann map[string]string
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		a := map[string]string{}
+		if m, ok := md["annotations"].(map[string]any); ok {
+			for k, v := range m {
+				if s, ok := v.(string); ok {
+					a[k] = s
+				}
+			}
+		}
+		ann = rancher.SafeAnnotations(a)
+	}
+	return rancher.EncodeData(safe), ann
+}
+
+// provisioningLog is the redacted tail of a provisioned cluster's provisioning-log.
+func provisioningLog(kind string, obj map[string]any) string {
+	if kind != "ConfigMap" {
+		return ""
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil || !rancher.IsProvisioningLog(fmt.Sprint(md["namespace"]), fmt.Sprint(md["name"])) {
+		return ""
+	}
+	data, _ := obj["data"].(map[string]any)
+	s, _ := data[rancher.ProvisioningLogKey].(string)
+	return rancher.LogTail(s)
 }
 
 // skeletonResources rewrites Fleet bundle resources as the identities of their documents, one

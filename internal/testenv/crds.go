@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -27,27 +28,65 @@ const (
 	SUCModule   = "github.com/rancher/system-upgrade-controller"
 	SUCVersion  = "v0.20.1"
 	sucCRDsFile = "pkg/crds/yaml/generated/upgrade.cattle.io_plans.yaml"
+
+	// CAPI's core CRDs, as Rancher's embedded capi-controller-manager installs them on the
+	// management cluster: v1beta2 is the storage version, v1beta1 still served. The base
+	// files carry no conversion webhook (kustomize patches add it), so the test server
+	// converts between the two by apiVersion only: scenarios write v1beta2.
+	CAPIModule  = "sigs.k8s.io/cluster-api"
+	CAPIVersion = "v1.14.2"
+	capiCRDsDir = "core/config/crd/bases"
 )
+
+// capiKinds are the CAPI CRDs unstick reads (internal/source's live resources).
+var capiKinds = []string{"clusters", "machines", "machinesets", "machinedeployments", "machinehealthchecks"}
+
+// rancherCRDs are stand-ins for Rancher's own CRDs (see the file's header for why they are
+// not read from a module).
+//
+//go:embed testdata/crds/rancher.yaml
+var rancherCRDs []byte
 
 var (
 	crdMu     sync.Mutex
 	crdCached []*apiextensionsv1.CustomResourceDefinition
 )
 
-// CRDs returns Fleet's CRDs and SUC's Plan CRD, fresh copies on each call.
+// CRDs returns Fleet's CRDs, SUC's Plan CRD, CAPI's core CRDs and the stand-ins for Rancher's own, fresh
+// copies on each call.
 func CRDs(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crdMu.Lock()
 	defer crdMu.Unlock()
 	if crdCached == nil {
-		dirs, err := moduleDirs(ctx, FleetModule+"@"+FleetVersion, SUCModule+"@"+SUCVersion)
+		dirs, err := moduleDirs(ctx, FleetModule+"@"+FleetVersion, SUCModule+"@"+SUCVersion, CAPIModule+"@"+CAPIVersion)
 		if err != nil {
 			return nil, err
 		}
 		var all []*apiextensionsv1.CustomResourceDefinition
-		for _, f := range []string{
+		files := []string{
 			filepath.Join(dirs[FleetModule], fleetCRDsFile),
 			filepath.Join(dirs[SUCModule], sucCRDsFile),
-		} {
+		}
+		rancher, err := parseCRDs(rancherCRDs, "testdata/crds/rancher.yaml")
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rancher...)
+		// CAPI's files are plain CRDs, not chart templates: their descriptions quote Go
+		// templates ("{{ .machineSet.name }}") that must stay as they are.
+		for _, k := range capiKinds {
+			f := filepath.Join(dirs[CAPIModule], capiCRDsDir, "cluster.x-k8s.io_"+k+".yaml")
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("testenv: reading CRDs: %w", err)
+			}
+			crds, err := parseCRDs(data, f)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, crds...)
+		}
+		for _, f := range files {
 			crds, err := readCRDFile(f)
 			if err != nil {
 				return nil, err
@@ -110,6 +149,11 @@ func readCRDFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 	if err != nil {
 		return nil, err
 	}
+	return parseCRDs(data, path)
+}
+
+// parseCRDs reads the CRDs of one multi-document file's contents (no template lines).
+func parseCRDs(data []byte, path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for {

@@ -57,8 +57,8 @@ func TestEnv(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(crds) != 15 {
-			t.Errorf("got %d CRDs, want Fleet's 14 and SUC's Plan", len(crds))
+		if len(crds) != 26 {
+			t.Errorf("got %d CRDs, want Fleet's 14, SUC's Plan, CAPI's 5 and the 6 Rancher stand-ins", len(crds))
 		}
 	})
 
