@@ -1,6 +1,8 @@
 package check
 
 import (
+	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -202,20 +204,30 @@ func releaseAPIFindings(ctx *Context, tg *targets, c *snapshot.Cluster, fs *apiF
 	}
 }
 
+// bundleDocs returns the Bundle a BundleDeployment deploys and the identities of its
+// documents: the Bundle's own resources, else the Content the BundleDeployment points at.
+func bundleDocs(m *snapshot.Cluster, bd *snapshot.BundleDeployment) (*fleetv1.Bundle, []manifest.Doc) {
+	b := bundleOf(m, bd)
+	if b == nil {
+		return nil, nil
+	}
+	docs := m.BundleDocs[b.Namespace+"/"+b.Name]
+	if len(docs) == 0 {
+		id, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
+		docs = m.ContentDocs[id]
+	}
+	return b, docs
+}
+
 // bundleAPIFindings judges each Fleet Bundle's documents (its resources, else the Content its
 // BundleDeployments point at) against every downstream cluster it is deployed to: the file to
 // change is in the GitRepo the bundle comes from, named by the resource's path.
 func bundleAPIFindings(ctx *Context, tg *targets, m *snapshot.Cluster, fs *apiFindings) {
 	ix := newFleetIndex(m)
 	for _, bd := range m.BundleDeployments {
-		b := bundleOf(m, bd)
+		b, docs := bundleDocs(m, bd)
 		if b == nil {
 			continue
-		}
-		docs := m.BundleDocs[b.Namespace+"/"+b.Name]
-		if len(docs) == 0 {
-			id, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
-			docs = m.ContentDocs[id]
 		}
 		if !anyRemoved(docs) {
 			continue

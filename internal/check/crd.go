@@ -209,14 +209,9 @@ func targetCRDs(ctx *Context, m *snapshot.Cluster, reported map[string]bool) []f
 	var out []finding.Finding
 	ix := newFleetIndex(m)
 	for _, bd := range m.BundleDeployments {
-		b := bundleOf(m, bd)
+		b, docs := bundleDocs(m, bd)
 		if b == nil {
 			continue
-		}
-		docs := m.BundleDocs[b.Namespace+"/"+b.Name]
-		if len(docs) == 0 {
-			id, _, _ := strings.Cut(bd.Spec.DeploymentID, ":")
-			docs = m.ContentDocs[id]
 		}
 		if !slices.ContainsFunc(docs, func(d manifest.Doc) bool { return d.CRD != nil }) {
 			continue
