@@ -146,7 +146,8 @@ func TestImagesAndPreflightUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"images", "--from", "../../testdata/scenarios/suc/image-missing-positive", "-o", "yaml"}, "unknown output format"},
-		{[]string{"preflight", "--from", "../../testdata/scenarios/suc/image-missing-positive", "--target-version", "1.31"}, "--target-version"},
+		{[]string{"preflight", "--from", "../../testdata/scenarios/suc/image-missing-positive", "--target-version", "1.x"}, "--target-version"},
+		{[]string{"images", "--from", "../../testdata/scenarios/suc/image-missing-positive", "--target-version", "v1.31"}, "--target-version"},
 		{[]string{"preflight", "--from", "../../testdata/scenarios/suc/image-missing-positive", "--insecure-registry", "http://mirror.local:5000"}, "--insecure-registry"},
 		{[]string{"images", "--from", "does-not-exist"}, "--from does-not-exist"},
 	} {

@@ -63,7 +63,9 @@ func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
 
 With --target-version, Kubernetes upgrade Plans (rke2-upgrade, k3s-upgrade) are judged as if moved
 to that version: the images they would pull for it, and kubectl against its minor; and every
-cluster's API gate is judged against it instead of its Plans' or Rancher's version.
+cluster's API gate is judged against it instead of its Plans' or Rancher's version. A minor
+alone (--target-version v1.32) is enough for the API gate; the Plans' images are then checked
+at the version each Plan names.
 
 Each blocker is printed with its fix commands, aimed at its cluster with --context.
 
@@ -107,7 +109,7 @@ held no Kubernetes object; 2 usage error.`,
 	f.StringVar(&o.from, "from", "", "offline bundle to read: a directory or a .tar.gz/.tgz file")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(preflightFormats, "|"))
 	o.judge.addFlags(f, "error", "no-go when a finding is at or above this severity: critical|error|warning|info")
-	f.StringVar(&o.target, "target-version", "", "the Kubernetes version the upgrade moves to (e.g. v1.31.4+rke2r1)")
+	f.StringVar(&o.target, "target-version", "", "the Kubernetes version the upgrade moves to (e.g. v1.32.5+rke2r1, or v1.32 for the API gate alone)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	f.StringVar(&o.outputFile, "output-file", "", "write the verdict to this file instead of stdout (the exit code is the same)")
 	o.reg.addFlags(f)
@@ -120,6 +122,10 @@ held no Kubernetes object; 2 usage error.`,
 var targetRE = regexp.MustCompile(`^v?1\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?$`)
 
 func validTarget(v string) bool { return targetRE.MatchString(v) }
+
+// minorTargetRE is a Kubernetes minor without a patch ("v1.32"): enough for the API gate,
+// which judges what a minor serves, but not for naming the images an upgrade pulls.
+var minorTargetRE = regexp.MustCompile(`^v?1\.\d+$`)
 
 func (o *preflightOptions) complete() error {
 	if err := o.judge.complete(o.g, "suc.planStuckAfter=30m"); err != nil {
@@ -145,8 +151,8 @@ func (o *preflightOptions) validate() error {
 	if !ok {
 		return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(preflightFormats, ", "))
 	}
-	if o.target != "" && !validTarget(o.target) {
-		return usageErrorf("--target-version %q: want a Kubernetes version such as v1.31.4 or v1.31.4+rke2r1", o.target)
+	if o.target != "" && !validTarget(o.target) && !minorTargetRE.MatchString(o.target) {
+		return usageErrorf("--target-version %q: want a Kubernetes version such as v1.32, v1.32.5 or v1.32.5+rke2r1", o.target)
 	}
 	return o.reg.validate()
 }

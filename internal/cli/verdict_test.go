@@ -390,4 +390,9 @@ func TestPreflightTargetVersionGate(t *testing.T) {
 			t.Errorf("preflight does not say %q:\n%s", want, out)
 		}
 	}
+	// A minor alone is enough for the API gate.
+	out, errOut, code = run(t, "preflight", "--from", dir, "--offline-registry", "--now", "2026-11-28T09:30:00Z", "--target-version", "v1.32")
+	if code != ExitFindings || !strings.Contains(out, "gate  api/removed-in-target [prod-ap-1] Helm release kube-system/apf-tuning") {
+		t.Errorf("--target-version v1.32: exit %d, want %d with the release blocking:\n%s%s", code, ExitFindings, out, errOut)
+	}
 }

@@ -198,54 +198,17 @@ func replayExample(t *testing.T) (kubeconfig, kubectl string) {
 		t.Fatalf("building kubectl: %v", err)
 	}
 	root := t.TempDir()
-	type started struct {
-		env    *testenv.Env
-		server string
-		close  func() error
-		err    error
-	}
-	res := make([]started, len(exampleClusters))
-	var wg sync.WaitGroup
-	for i, name := range exampleClusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &res[i]
-			if r.env, r.err = testenv.StartProcess(ctx, filepath.Join(root, name)); r.err != nil {
-				return
-			}
-			if _, r.err = testenv.Load(ctx, r.env.Config, example, testenv.LoadOptions{Cluster: name}); r.err != nil {
-				r.err = fmt.Errorf("replaying %s: %w", name, r.err)
-				return
-			}
-			logs := filepath.Join(root, name+"-logs")
-			if _, r.err = testenv.CopyLogs(example, name, logs); r.err != nil {
-				return
-			}
-			r.server, r.close, r.err = testenv.ServeLogProxy(r.env.Config, logs)
-		}()
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, r := range res {
-			if r.close != nil {
-				_ = r.close()
-			}
-			if r.env != nil {
-				if err := r.env.Stop(); err != nil {
-					t.Errorf("stopping an API server: %v", err)
-				}
-			}
-		}
-	})
+	servers := startExampleServers(t, root)
 	kc := clientcmdapi.NewConfig()
-	for i, name := range exampleClusters {
-		if res[i].err != nil {
-			t.Fatalf("%s: %v", name, res[i].err)
+	for _, es := range servers {
+		server, closeProxy, err := testenv.ServeLogProxy(es.env.Config, es.logs)
+		if err != nil {
+			t.Fatalf("%s: %v", es.name, err)
 		}
-		kc.Clusters[name] = &clientcmdapi.Cluster{Server: res[i].server}
-		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{}
-		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+		t.Cleanup(func() { _ = closeProxy() })
+		kc.Clusters[es.name] = &clientcmdapi.Cluster{Server: server}
+		kc.AuthInfos[es.name] = &clientcmdapi.AuthInfo{}
+		kc.Contexts[es.name] = &clientcmdapi.Context{Cluster: es.name, AuthInfo: es.name}
 	}
 	kc.CurrentContext = "no-such-context" // a command without --context must fail, not guess
 	kubeconfig = filepath.Join(root, "kubeconfig")
@@ -253,6 +216,56 @@ func replayExample(t *testing.T) (kubeconfig, kubectl string) {
 		t.Fatal(err)
 	}
 	return kubeconfig, bin
+}
+
+// exampleServer is one cluster of the example fleet replayed into its own API server, with
+// its pods' log files copied to logs for a log stand-in.
+type exampleServer struct {
+	name string
+	env  *testenv.Env
+	logs string
+}
+
+// startExampleServers replays each example cluster into its own API server, in parallel, and
+// stops them when the test ends.
+func startExampleServers(t *testing.T, root string) []exampleServer {
+	t.Helper()
+	ctx := t.Context()
+	res := make([]exampleServer, len(exampleClusters))
+	errs := make([]error, len(exampleClusters))
+	var wg sync.WaitGroup
+	for i, name := range exampleClusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &res[i]
+			r.name, r.logs = name, filepath.Join(root, name+"-logs")
+			if r.env, errs[i] = testenv.StartProcess(ctx, filepath.Join(root, name)); errs[i] != nil {
+				return
+			}
+			if _, err := testenv.Load(ctx, r.env.Config, example, testenv.LoadOptions{Cluster: name}); err != nil {
+				errs[i] = fmt.Errorf("replaying %s: %w", name, err)
+				return
+			}
+			_, errs[i] = testenv.CopyLogs(example, name, r.logs)
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, r := range res {
+			if r.env != nil {
+				if err := r.env.Stop(); err != nil {
+					t.Errorf("stopping an API server: %v", err)
+				}
+			}
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", exampleClusters[i], err)
+		}
+	}
+	return res
 }
 
 // mutating are the kubectl verbs that change something: the test adds --dry-run=server so

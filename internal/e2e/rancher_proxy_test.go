@@ -3,14 +3,12 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,52 +92,18 @@ func startRancherFleet(t *testing.T) *rancherFleet {
 	t.Helper()
 	ctx := t.Context()
 	root := t.TempDir()
-	type started struct {
-		env *testenv.Env
-		h   http.Handler
-		err error
-	}
-	res := make([]started, len(exampleClusters))
-	var wg sync.WaitGroup
-	for i, name := range exampleClusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &res[i]
-			if r.env, r.err = testenv.StartProcess(ctx, filepath.Join(root, name)); r.err != nil {
-				return
-			}
-			if _, r.err = testenv.Load(ctx, r.env.Config, example, testenv.LoadOptions{Cluster: name}); r.err != nil {
-				r.err = fmt.Errorf("replaying %s: %w", name, r.err)
-				return
-			}
-			logs := filepath.Join(root, name+"-logs")
-			if _, r.err = testenv.CopyLogs(example, name, logs); r.err != nil {
-				return
-			}
-			r.h, r.err = testenv.LogProxy(r.env.Config, logs)
-		}()
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, r := range res {
-			if r.env != nil {
-				if err := r.env.Stop(); err != nil {
-					t.Errorf("stopping an API server: %v", err)
-				}
-			}
-		}
-	})
+	servers := startExampleServers(t, root)
 	f := &rancherFleet{standIn: testenv.NewRancherStandIn(), dir: root}
 	t.Cleanup(f.standIn.Close)
 	var local *rest.Config
-	for i, name := range exampleClusters {
-		if res[i].err != nil {
-			t.Fatalf("%s: %v", name, res[i].err)
+	for _, es := range servers {
+		h, err := testenv.LogProxy(es.env.Config, es.logs)
+		if err != nil {
+			t.Fatalf("%s: %v", es.name, err)
 		}
-		f.standIn.AddCluster(exampleClusterIDs[name], res[i].h)
-		if name == "local" {
-			local = res[i].env.Config
+		f.standIn.AddCluster(exampleClusterIDs[es.name], h)
+		if es.name == "local" {
+			local = es.env.Config
 		}
 	}
 	if err := f.standIn.AddDownCluster(downID); err != nil {

@@ -312,7 +312,7 @@ func (p *Plan) UpgradesKubernetes() bool {
 // VersionFor is the version the Plan's Jobs would use: target for a Kubernetes upgrade Plan
 // when a target is given, else the resolved version.
 func (p *Plan) VersionFor(target string) string {
-	if target != "" && p.UpgradesKubernetes() {
+	if _, ok := ParseKubectlTag(strings.TrimPrefix(target, "v")); ok && strings.Count(target, ".") >= 2 && p.UpgradesKubernetes() {
 		return MungeVersion(target)
 	}
 	return p.ResolvedVersion()
