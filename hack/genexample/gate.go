@@ -131,6 +131,22 @@ func (w *world) gateLocal(o *out) {
 	o.content(staged, 1, "2026-11-27T16:02:29Z")
 }
 
+// gateGitRepo is the GitRepo both bundles come from: the API gate's guided fix names its
+// repository, branch and the file to change. Written last, so the resourceVersions of the
+// objects before it do not move.
+func (w *world) gateGitRepo(o *out) {
+	c := w.byName[gateFleetCluster().name]
+	// The GitRepo both bundles come from: the API gate's guided fix names its repository,
+	// branch and the file to change.
+	o.add("gitrepos", &fleet.GitRepo{
+		TypeMeta:   tm("fleet.cattle.io/v1alpha1", "GitRepo"),
+		ObjectMeta: o.meta("GitRepo", gateRepo, "fleet-default", "2026-07-02T09:29:40Z", nil, nil),
+		Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/platform/fleet-platform.git", Branch: "main",
+			Paths: []string{"apf", "crds"}, Targets: []fleet.GitTarget{{ClusterName: c.name}}},
+		Status: fleet.GitRepoStatus{Commit: sha1hex("platform-widgets@4")},
+	})
+}
+
 const widgetsBundle = "platform-widgets-crd"
 
 func widgetsBundleSpec(c *fcl, crd string, gen int64) *bundleSpec {

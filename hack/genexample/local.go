@@ -278,6 +278,7 @@ func (w *world) local() error {
 	var l logw
 	agentStartup(&l, mustTime("2026-11-28T07:04:36Z").Add(87*time.Millisecond), lc.agentNS, podName, lc.name, lc.clusterNS)
 	o.log(lc.agentNS, podName, "fleet-agent", false, l.String())
+	w.gateGitRepo(o)
 
 	return o.flush()
 }
