@@ -389,7 +389,7 @@ func checkHelmCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
 		case "-n", "--namespace":
 			i++
 			ns = f[i]
-		case "--version":
+		case "--version", "--revision":
 			i++
 		default:
 			if !strings.HasPrefix(f[i], "-") {
@@ -409,6 +409,9 @@ func checkHelmCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
 	}
 	k("get", "namespace", ns)
 	verb := args[0]
+	if verb == "get" && len(args) > 1 { // helm get manifest|values|all|notes <release>
+		verb, args = "get "+args[1], args[1:]
+	}
 	if verb == "list" {
 		t.Logf("checked: namespace %s exists on %s (helm is not run here)", ns, ctxName)
 		return
