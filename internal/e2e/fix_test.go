@@ -302,7 +302,9 @@ var fixCases = []fixCase{
 	{scenario: "suc/job-deadline-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.DeleteJob, remediate.Uncordon}},
 	{scenario: "suc/job-stale-spec-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.RolloutRestart, remediate.DeleteJob}},
 	{scenario: "suc/plan-stuck-positive", applied: []remediate.Action{remediate.RolloutRestart}, exit: 3},
-	{scenario: "../../examples/fleet-upgrade-stuck", flags: []string{"--max-risk", "medium"},
+	// The example's Fleet, Helm and agent incidents (prod-ap-1's upgrade-gate fixes have their
+	// own tests in fix_api_test.go).
+	{scenario: "../../examples/fleet-upgrade-stuck", flags: []string{"--max-risk", "medium", "--only", "helm/", "--only", "fleet/", "--only", "agent/"},
 		applied: []remediate.Action{remediate.RedeployAgent, remediate.HelmRollback, remediate.RolloutRestart}, exit: 3},
 }
 

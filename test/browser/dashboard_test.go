@@ -21,7 +21,7 @@ import (
 // every incident listed, one row per cluster, nothing wider than a phone's screen. The
 // screenshots are docs/dashboard.png and docs/dashboard-phone.png (rewritten with -update).
 func TestServeDashboardInChromium(t *testing.T) {
-	clusters := []string{"local", "prod-eu-1", "prod-us-1", "edge-arm-1", "staging-1", "dev-1"}
+	clusters := []string{"local", "prod-eu-1", "prod-us-1", "edge-arm-1", "staging-1", "dev-1", "prod-ap-1", "prod-eu-2", "edge-rke2-7"}
 	var targets []source.Target
 	for _, name := range clusters {
 		env := testenv.Start(t, testenv.WithContextName(name))
