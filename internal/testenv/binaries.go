@@ -285,11 +285,16 @@ func goTool() (string, error) {
 // runGo runs the go command in the build module, relaying its stderr (module downloads,
 // errors) with a prefix and saying every half minute that it is still working.
 func runGo(ctx context.Context, goBin, dir string, start time.Time, args ...string) ([]byte, error) {
+	return runGoIn(ctx, goBin, dir, start, "-mod=mod", args...)
+}
+
+// runGoIn is runGo with GOFLAGS set to goflags.
+func runGoIn(ctx context.Context, goBin, dir string, start time.Time, goflags string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, goBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"GOWORK=off",
-		"GOFLAGS=-mod=mod",
+		"GOFLAGS="+goflags,
 		"CGO_ENABLED=0",
 	)
 	var stdout bytes.Buffer

@@ -1,0 +1,206 @@
+// Command testbed runs the real-controllers test bed (internal/testbed) outside tests:
+// kube-apiserver, etcd, kube-controller-manager, kube-scheduler and KWOK nodes, and on
+// request the real system-upgrade-controller. hack/testbed.sh is the way to call it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/unstick-dev/unstick/internal/testbed"
+	"github.com/unstick-dev/unstick/internal/testenv"
+)
+
+const usage = `usage:
+  testbed start DIR        start the test bed in the background; writes DIR/kubeconfig
+  testbed stop DIR         stop it and remove what start wrote
+  testbed binaries         build (if needed) every program of the test bed and print their paths
+
+The test bed is a real kube-apiserver and etcd (with the Fleet, SUC, Rancher and CAPI CRDs),
+kube-controller-manager and kube-scheduler of the same release, and KWOK playing three
+nodes: cp-1 (control plane, amd64), worker-1 (amd64) and worker-arm-1 (arm64). Each program
+logs to DIR/<program>.log.`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "testbed:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, usage)
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError string
+
+func (u usageError) Error() string { return string(u) }
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError("no command")
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "start":
+		if len(rest) != 1 {
+			return usageError("start takes DIR")
+		}
+		return start(ctx, rest[0], stdout)
+	case "serve": // the background half of start
+		if len(rest) != 1 {
+			return usageError("serve takes DIR")
+		}
+		return serve(ctx, rest[0])
+	case "stop":
+		if len(rest) != 1 {
+			return usageError("stop takes DIR")
+		}
+		if err := testenv.Stop(rest[0]); err != nil {
+			return err
+		}
+		for _, f := range []string{"kube-controller-manager.log", "kube-scheduler.log", "kwok.log", "kwok.yaml"} {
+			_ = os.Remove(filepath.Join(rest[0], f))
+		}
+		fmt.Fprintf(stdout, "testbed: stopped %s\n", rest[0])
+		return nil
+	case "binaries":
+		a, e, err := testenv.Binaries(ctx)
+		if err != nil {
+			return err
+		}
+		all, err := testenv.BuildAll(ctx, testenv.Components()...)
+		if err != nil {
+			return err
+		}
+		all["kube-apiserver"], all["etcd"] = a, e
+		names := make([]string, 0, len(all))
+		for n := range all {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(stdout, "%-26s %s\n", n, all[n])
+		}
+		return nil
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return usageError("unknown command " + args[0])
+}
+
+// nodes are the test bed's KWOK nodes, labelled as an RKE2 cluster's are.
+var nodes = []testbed.Node{
+	{Name: "cp-1", Labels: map[string]string{
+		"node-role.kubernetes.io/control-plane": "true", "node-role.kubernetes.io/etcd": "true", "node-role.kubernetes.io/master": "true"}},
+	{Name: "worker-1", Labels: map[string]string{"node-role.kubernetes.io/worker": "true"}},
+	{Name: "worker-arm-1", Arch: "arm64", Labels: map[string]string{"node-role.kubernetes.io/worker": "true"}},
+}
+
+// start builds the programs in the foreground (the slow part, with progress), then runs serve
+// detached in its own session and returns once it reports ready.
+func start(ctx context.Context, dir string, stdout io.Writer) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if _, ok := testenv.Ready(dir); ok {
+		return fmt.Errorf("a test bed is already running in %s (stop it first)", dir)
+	}
+	if _, _, err := testenv.Binaries(ctx); err != nil {
+		return err
+	}
+	if _, err := testbed.Build(ctx); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, "testbed.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(self, "serve", dir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the background process: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(4 * time.Minute)
+	for {
+		select {
+		case err := <-exited:
+			out, _ := os.ReadFile(logPath)
+			return fmt.Errorf("the test bed did not start (%v):\n%s", err, out)
+		case <-timeout:
+			_ = testenv.Stop(dir)
+			return fmt.Errorf("the test bed did not start within 4 minutes; see %s", logPath)
+		case <-ctx.Done():
+			_ = testenv.Stop(dir)
+			return ctx.Err()
+		case <-tick.C:
+			if _, err := os.Stat(filepath.Join(dir, bedReady)); err != nil {
+				continue
+			}
+			url, _ := testenv.Ready(dir)
+			fmt.Fprintf(stdout, "testbed: kube-apiserver %s at %s with kube-controller-manager, kube-scheduler and KWOK nodes cp-1, worker-1, worker-arm-1, ready in %s (pid %d)\n",
+				testenv.KubernetesVersion, url, time.Since(began).Round(100*time.Millisecond), cmd.Process.Pid)
+			fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", filepath.Join(dir, testenv.Kubeconfig))
+			fmt.Fprintf(stdout, "logs: %s/{kube-controller-manager,kube-scheduler,kwok}.log; stop with: hack/testbed.sh stop %s\n", dir, dir)
+			return nil
+		}
+	}
+}
+
+// bedReady is written once the controllers run and the nodes are Ready.
+const bedReady = "testbed.ready"
+
+// serve runs the test bed until it is signalled.
+func serve(ctx context.Context, dir string) error {
+	began := time.Now()
+	_ = os.Remove(filepath.Join(dir, bedReady))
+	env, err := testenv.StartProcess(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	bed, err := testbed.StartOn(ctx, env, testbed.Options{Nodes: nodes})
+	if bed != nil {
+		defer bed.Close()
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, bedReady), []byte(env.URL()+"\n"), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(dir, bedReady))
+	fmt.Printf("testbed: serving %s in %s\n", env.URL(), time.Since(began).Round(10*time.Millisecond))
+	<-ctx.Done()
+	fmt.Println("testbed: stopping")
+	return nil
+}
