@@ -183,7 +183,7 @@ const bedReady = "testbed.ready"
 func serve(ctx context.Context, dir string) error {
 	began := time.Now()
 	_ = os.Remove(filepath.Join(dir, bedReady))
-	env, err := testenv.StartProcess(ctx, dir)
+	env, err := testenv.StartProcess(ctx, dir, testbed.EnvOptions(filepath.Base(dir))...)
 	if err != nil {
 		return err
 	}

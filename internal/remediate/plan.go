@@ -174,6 +174,10 @@ type Step struct {
 	// first. Each is backed up before the first write.
 	Target  Object   `json:"target"`
 	Touches []Object `json:"touches"`
+	// Creates lists objects the step may create besides (a StorageVersionMigration, when the
+	// cluster serves the API and lets the caller create one). Each is recorded as absent in
+	// the backup before it is created, and restore removes it.
+	Creates []Object `json:"creates,omitempty"`
 	// Evidence lists further objects whose state, events and logs are saved with the backup.
 	Evidence []Object `json:"evidence,omitempty"`
 	// Change says what the step changes; Why the findings it answers; Rationale the

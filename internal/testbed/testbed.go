@@ -79,7 +79,7 @@ func Start(t testing.TB, o Options) *Bed {
 	if name == "" {
 		name = "testbed"
 	}
-	env := testenv.Start(t, append([]testenv.Option{testenv.WithContextName(name)}, o.EnvOptions...)...)
+	env := testenv.Start(t, append(EnvOptions(name), o.EnvOptions...)...)
 	b, err := StartOn(t.Context(), env, o)
 	if b != nil {
 		t.Cleanup(b.Close)
@@ -88,6 +88,16 @@ func Start(t testing.TB, o Options) *Bed {
 		t.Fatalf("testbed: %v", err)
 	}
 	return b
+}
+
+// EnvOptions configure the test bed's API server and etcd as a kubeadm or RKE2 control plane
+// is: etcd sends watch progress notifications every 5 seconds, so the API server's watchers
+// get bookmarks and an informer's last-synced resourceVersion keeps moving on a quiet resource
+// (kube-controller-manager's storage version migrator waits for its garbage collector's to
+// pass the migration's; at etcd's default of 10 minutes a migration of a resource nobody
+// writes sits Running that long).
+func EnvOptions(name string) []testenv.Option {
+	return []testenv.Option{testenv.WithContextName(name), testenv.WithEtcdArg("watch-progress-notify-interval", "5s")}
 }
 
 // Build builds (once per machine) the programs Start runs and returns them by name.
