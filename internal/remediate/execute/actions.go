@@ -292,11 +292,19 @@ func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, v 
 		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "redeployAgentGeneration")
 		deployed, found, _ := unstructured.NestedInt64(u.Object, "status", "agentDeployedGeneration")
 		ok := found && deployed >= st.Generation && v.moved(deployed)
+		if ok && st.Settles != nil {
+			ok, why, err = e.releaseSettled(ctx, st)
+			return spec >= st.Generation, ok, why, err
+		}
 		return spec >= st.Generation, ok, fmt.Sprintf("status.agentDeployedGeneration is %s, waiting for %d (is the Fleet controller running?)", int64OrUnset(deployed, found), st.Generation), nil
 	case remediate.ForceSync:
 		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "forceSyncGeneration")
 		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 		ok := spec >= st.Generation && observed >= u.GetGeneration() && v.moved(observed)
+		if ok && st.Settles != nil {
+			ok, why, err = e.releaseSettled(ctx, st)
+			return spec >= st.Generation, ok, why, err
+		}
 		return spec >= st.Generation, ok, fmt.Sprintf("status.observedGeneration is %d (was %s), generation %d: the Fleet controller has not reconciled the bump (is it running?)", observed, v.baselineText(), u.GetGeneration()), nil
 	case remediate.RolloutRestart:
 		got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)
