@@ -690,4 +690,3 @@ func TestFixTrimConflictMakesNoWrite(t *testing.T) {
 		t.Errorf("journal of the trim %v, want %v", phases, want)
 	}
 }
-

@@ -178,7 +178,7 @@ func (pl *planner) crdStorage(inc finding.Incident) []Attempt {
 			Cluster:  c.Name,
 			Target:   obj,
 			Evidence: []Object{obj},
-			Creates: []Object{{Cluster: c.Name, APIVersion: SVMAPIVersion, Kind: "StorageVersionMigration", Name: SVMName(crd.Name), Create: true}},
+			Creates:  []Object{{Cluster: c.Name, APIVersion: SVMAPIVersion, Kind: "StorageVersionMigration", Name: SVMName(crd.Name), Create: true}},
 			Change: fmt.Sprintf("rewrite every %s object (%s) so the API server stores it as %s, not %s: StorageVersionMigration %s when the cluster serves the API and a controller acts on it (deleted again if none does), otherwise each object read in pages of 500 and written back unchanged under its resourceVersion",
 				crd.Kind, res, storage, strings.Join(old, ", "), SVMName(crd.Name)),
 			Why:       why,

@@ -197,7 +197,7 @@ func (e *Executor) migrateWithSVM(ctx context.Context, cl *cluster, st remediate
 	}
 	deadline := time.Now().Add(svmWait)
 	acted := false
-	failed := ""
+	failed, running := "", ""
 poll:
 	for {
 		cur, err := h.Get(ctx, name, metav1.GetOptions{})
@@ -212,6 +212,8 @@ poll:
 			}
 			acted = true
 			switch m["type"] {
+			case "Running":
+				running = fmt.Sprint(m["message"])
 			case "Succeeded":
 				e.say("  [%d] StorageVersionMigration %s succeeded", e.numbers[st.ID], name)
 				return true, writes, nil
@@ -246,9 +248,12 @@ poll:
 	if err := e.wrote(st, dw); err != nil {
 		return false, writes, err
 	}
-	if failed != "" {
+	switch {
+	case failed != "":
 		e.say("  [%d] StorageVersionMigration %s failed (%s): deleted it; unstick writes the objects back itself", e.numbers[st.ID], name, failed)
-	} else {
+	case running != "":
+		e.say("  [%d] StorageVersionMigration %s still running (%s) after %s: deleted it; unstick writes the objects back itself (a longer --verify-timeout leaves the migrator more time)", e.numbers[st.ID], name, running, svmWait+e.opts.VerifyTimeout)
+	default:
 		e.say("  [%d] no controller acted on StorageVersionMigration %s within %s: deleted it; unstick writes the objects back itself", e.numbers[st.ID], name, svmWait)
 	}
 	return false, writes, nil
