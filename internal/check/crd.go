@@ -125,6 +125,13 @@ var crdMissing = Check{
 			f.Evidence = m.evidence
 			f.Keys = append(dedup(m.keys), "crd:"+m.c.Name+"/"+m.name)
 			f.Signature = "crd-missing|" + m.name
+			if _, group, ok := strings.Cut(m.name, "."); ok {
+				f.Vars = map[string]string{"group": group}
+				if group == "fleet.cattle.io" {
+					// Fleet's CRDs come from the fleet-crd chart, installed next to the fleet chart.
+					f.Vars["namespace"], f.Vars["crd-release"] = "cattle-fleet-system", "fleet-crd"
+				}
+			}
 			out = append(out, f)
 		}
 		return out, nil
