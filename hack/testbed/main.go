@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -138,61 +137,28 @@ func start(ctx context.Context, dir string, fleet bool, stdout io.Writer) error 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	logPath := filepath.Join(dir, "testbed.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	args := []string{"serve", dir}
 	if fleet {
 		args = append(args, "--fleet")
 	}
-	cmd := exec.Command(self, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the background process: %w", err)
+	pid, took, err := testenv.Detach(ctx, dir, filepath.Join(dir, "testbed.log"), args, 6*time.Minute, func() bool {
+		_, err := os.Stat(filepath.Join(dir, bedReady))
+		return err == nil
+	})
+	if err != nil {
+		return fmt.Errorf("the test bed: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	timeout := time.After(6 * time.Minute)
-	for {
-		select {
-		case err := <-exited:
-			out, _ := os.ReadFile(logPath)
-			return fmt.Errorf("the test bed did not start (%v):\n%s", err, out)
-		case <-timeout:
-			_ = testenv.Stop(dir)
-			return fmt.Errorf("the test bed did not start within 6 minutes; see %s", logPath)
-		case <-ctx.Done():
-			_ = testenv.Stop(dir)
-			return ctx.Err()
-		case <-tick.C:
-			if _, err := os.Stat(filepath.Join(dir, bedReady)); err != nil {
-				continue
-			}
-			url, _ := testenv.Ready(dir)
-			fmt.Fprintf(stdout, "testbed: kube-apiserver %s at %s with kube-controller-manager, kube-scheduler and KWOK nodes cp-1, worker-1, worker-arm-1, ready in %s (pid %d)\n",
-				testenv.KubernetesVersion, url, time.Since(began).Round(100*time.Millisecond), cmd.Process.Pid)
-			if fleet {
-				fmt.Fprintf(stdout, "testbed: Fleet controller on %s, agent registered from the downstream test bed in %s\n", filepath.Base(dir), filepath.Join(dir, "downstream"))
-				fmt.Fprintf(stdout, "export KUBECONFIG=%s:%s\n", filepath.Join(dir, testenv.Kubeconfig), filepath.Join(dir, "downstream", testenv.Kubeconfig))
-			} else {
-				fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", filepath.Join(dir, testenv.Kubeconfig))
-			}
-			fmt.Fprintf(stdout, "logs: %s/{kube-controller-manager,kube-scheduler,kwok}.log; stop with: hack/testbed.sh stop %s\n", dir, dir)
-			return nil
-		}
+	url, _ := testenv.Ready(dir)
+	fmt.Fprintf(stdout, "testbed: kube-apiserver %s at %s with kube-controller-manager, kube-scheduler and KWOK nodes cp-1, worker-1, worker-arm-1, ready in %s (pid %d)\n",
+		testenv.KubernetesVersion, url, took.Round(100*time.Millisecond), pid)
+	if fleet {
+		fmt.Fprintf(stdout, "testbed: Fleet controller on %s, agent registered from the downstream test bed in %s\n", filepath.Base(dir), filepath.Join(dir, "downstream"))
+		fmt.Fprintf(stdout, "export KUBECONFIG=%s:%s\n", filepath.Join(dir, testenv.Kubeconfig), filepath.Join(dir, "downstream", testenv.Kubeconfig))
+	} else {
+		fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", filepath.Join(dir, testenv.Kubeconfig))
 	}
+	fmt.Fprintf(stdout, "logs: %s/{kube-controller-manager,kube-scheduler,kwok}.log; stop with: hack/testbed.sh stop %s\n", dir, dir)
+	return nil
 }
 
 // bedReady is written once the controllers run and the nodes are Ready.
