@@ -308,7 +308,7 @@ var fixCases = []fixCase{
 	// migration included (the migration's StorageVersionMigration is named in its plan; no
 	// controller acts on it on this server, so it is deleted again and the objects written back).
 	{scenario: "../../examples/fleet-upgrade-stuck", flags: []string{"--max-risk", "medium"},
-		applied: []remediate.Action{remediate.RedeployAgent, remediate.HelmRollback, remediate.RolloutRestart}, exit: 3},
+		applied: []remediate.Action{remediate.RedeployAgent, remediate.HelmRollback, remediate.RolloutRestart, remediate.MigrateStorage, remediate.HelmRewriteAPIs}, exit: 3},
 }
 
 // Every stuck scenario with an automatic fix, replayed into real API servers: fix --apply

@@ -221,6 +221,7 @@ func lines(log string, re *regexp.Regexp, n int) []string {
 // registration included), Helm through Fleet's own helmdeployer, the real kube-scheduler and
 // kube-controller-manager; KWOK stands in for the kubelets.
 func TestRealFleetPendingUpgrade(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	began := time.Now()
 	r := startRealFleet(t)
 	ctx := t.Context()

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -59,7 +58,7 @@ func FleetScheme() *runtime.Scheme {
 // `kubernetes.io/service-account-token` Secrets and waits for them to be filled in), which the
 // bed's kube-controller-manager leaves out because envtest keeps its signing key in its
 // certificate directory: a second kube-controller-manager runs just that controller with it.
-func StartFleet(t testing.TB, mgmt *Bed) *Fleet {
+func StartFleet(t T, mgmt *Bed) *Fleet {
 	t.Helper()
 	ctx := t.Context()
 	bins, err := testenv.BuildAll(ctx, testenv.FleetComponent, testenv.KubeControllers)
@@ -153,7 +152,7 @@ type AgentOptions struct {
 // ConfigMap downstream, then the agent itself, which creates a ClusterRegistration, waits for
 // its credentials and stores them in the fleet-agent Secret. Register returns once the
 // management cluster has the Cluster and the agent's credentials are in place.
-func (f *Fleet) Register(t testing.TB, down *Bed, name string, o AgentOptions) *Agent {
+func (f *Fleet) Register(t T, down *Bed, name string, o AgentOptions) *Agent {
 	t.Helper()
 	ctx := t.Context()
 	tok := &fleetv1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Name: name + "-token", Namespace: FleetDefaultNamespace}}

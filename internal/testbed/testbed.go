@@ -31,6 +31,17 @@ import (
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
 
+// T is what the test bed's helpers need of a test. *testing.T satisfies it; so does
+// hack/testbed's runner, which brings the same set-ups up by hand outside tests.
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	Context() context.Context
+	TempDir() string
+}
+
 // Node is a KWOK node, labelled as a real kubelet labels its node.
 type Node struct {
 	Name string
