@@ -824,6 +824,9 @@ func matchFleetClusters(s *Snapshot) {
 		if fc == nil {
 			fc = byName[rancherClusterID(c.Server)]
 		}
+		if fc == nil {
+			fc = registeredAs(s, c)
+		}
 		if fc != nil {
 			c.FleetCluster = fc.Namespace + "/" + fc.Name
 		}
@@ -839,6 +842,55 @@ func matchFleetClusters(s *Snapshot) {
 			}
 		}
 	}
+}
+
+// registeredAs is the Fleet Cluster a downstream cluster registered as, when its name is none of
+// the names the Fleet Cluster goes by (agent-initiated registration names it cluster-<hash>):
+// the one whose spec.clientID is the cluster's kube-system namespace UID (what the agent sends
+// when its config sets no clientID), or the one whose agent bundle (fleet-agent-<cluster>,
+// targeting that cluster by name) the cluster's agent installed as a Helm release.
+func registeredAs(s *Snapshot, c *Cluster) *fleetv1.Cluster {
+	if c.Role == Management && len(c.FleetClusters) > 0 {
+		return nil
+	}
+	var uid string
+	for _, ns := range c.Namespaces {
+		if ns.Name == "kube-system" {
+			uid = string(ns.UID)
+		}
+	}
+	releases := map[string]bool{}
+	for _, r := range c.HelmReleases {
+		if r.Namespace == "cattle-fleet-system" || strings.HasPrefix(r.Name, "fleet-agent") {
+			releases[r.Name] = true
+		}
+	}
+	for _, m := range s.Management() {
+		if m == c {
+			continue
+		}
+		for _, fc := range m.FleetClusters {
+			if uid != "" && fc.Spec.ClientID == uid {
+				return fc
+			}
+		}
+		for _, b := range m.Bundles {
+			if !releases[b.Name] || !strings.HasPrefix(b.Name, "fleet-agent-") {
+				continue
+			}
+			for _, tg := range b.Spec.Targets {
+				if tg.ClusterName == "" {
+					continue
+				}
+				for _, fc := range m.FleetClusters {
+					if fc.Namespace == b.Namespace && fc.Name == tg.ClusterName {
+						return fc
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // rancherClusterID is the cluster ID in a server URL proxied by Rancher:
