@@ -276,8 +276,7 @@ func (c Component) SourceDir(ctx context.Context) (string, error) {
 }
 
 type downloaded struct {
-	Dir, Error, Time string
-	Origin           struct{ Hash string }
+	Dir, Error, Info string
 }
 
 func download(ctx context.Context, goBin, work string, start time.Time, modVersion string) (downloaded, error) {
@@ -307,11 +306,10 @@ func (c Component) sourceTree(ctx context.Context, goBin, work string, start tim
 		nested := c.Module + "/" + n
 		d, err := download(ctx, goBin, work, start, nested+"@"+c.Version)
 		if err != nil {
-			t, perr := time.Parse(time.RFC3339, outer.Time)
-			if perr != nil || len(outer.Origin.Hash) < 12 {
-				return "", fmt.Errorf("%w (and %s@%s records no commit to take a pseudo-version from)", err, c.Module, c.Version)
+			pseudo, perr := pseudoVersion(outer.Info)
+			if perr != nil {
+				return "", fmt.Errorf("%w (and no pseudo-version for %s@%s: %v)", err, c.Module, c.Version, perr)
 			}
-			pseudo := "v0.0.0-" + t.UTC().Format("20060102150405") + "-" + outer.Origin.Hash[:12]
 			if d, err = download(ctx, goBin, work, start, nested+"@"+pseudo); err != nil {
 				return "", err
 			}
@@ -325,6 +323,26 @@ func (c Component) sourceTree(ctx context.Context, goBin, work string, start tim
 		}
 	}
 	return src, nil
+}
+
+// pseudoVersion is the pseudo-version of the commit a release tag points at, from the
+// module proxy's .info record of the tag (its time and the commit hash of its origin).
+func pseudoVersion(infoFile string) (string, error) {
+	data, err := os.ReadFile(infoFile)
+	if err != nil {
+		return "", err
+	}
+	var info struct {
+		Time   time.Time
+		Origin struct{ Hash string }
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		return "", fmt.Errorf("%s: %w", infoFile, err)
+	}
+	if info.Time.IsZero() || len(info.Origin.Hash) < 12 {
+		return "", fmt.Errorf("%s records no time or commit", infoFile)
+	}
+	return "v0.0.0-" + info.Time.UTC().Format("20060102150405") + "-" + info.Origin.Hash[:12], nil
 }
 
 // copyTree copies the regular files under from (a read-only module cache directory) to to,
