@@ -63,6 +63,21 @@ func TestRealSUC(t *testing.T) {
 	bed := testbed.Start(t, testbed.Options{Name: "suc-bed", Nodes: nodes, Stages: stages})
 	suc := bed.StartSUC(t, testbed.SUCSettings(kubectl))
 	t.Logf("bed and controller up in %s", time.Since(start).Round(time.Second))
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		jobs, _ := bed.Client.BatchV1().Jobs("system-upgrade").List(ctx, metav1.ListOptions{})
+		pods, _ := bed.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		var b strings.Builder
+		for _, j := range jobs.Items {
+			fmt.Fprintf(&b, "job %s parallelism=%v conditions=%v\n", j.Name, *j.Spec.Parallelism, j.Status.Conditions)
+		}
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "pod %s/%s node=%s phase=%s init=%v ctr=%v\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
+		}
+		t.Logf("state at failure:\n%s\n--- controller ---\n%s\n%s", b.String(), suc.Log(), bed.Logs("kwok"))
+	})
 
 	dyn, err := dynamic.NewForConfig(bed.Config)
 	if err != nil {
