@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/testbed"
+	"github.com/unstick-dev/unstick/internal/testenv"
 )
 
 var planGVR = schema.GroupVersionResource{Group: "upgrade.cattle.io", Version: "v1", Resource: "plans"}
@@ -41,7 +46,8 @@ func TestRealSUC(t *testing.T) {
 	ctx := t.Context()
 	reg := startFixRegistry(t)
 	both := []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
-	kubectl := reg.pushIndex(t, "rancher/kubectl:v1.30.3", both...)
+	// The kubectl image of the cluster's own minor, as the controller's manifest pairs them.
+	kubectl := reg.pushIndex(t, "rancher/kubectl:"+testenv.KubernetesVersion, both...)
 	reg.pushIndex(t, "rancher/k3s-upgrade:v1.33.5-k3s1", both...)
 	mirror := reg.pushIndex(t, "mirror/k3s-upgrade:v1.33.6-k3s1", both...)
 	multi := reg.pushIndex(t, "acme/os-patch:v2.1.1", both...)
@@ -63,7 +69,20 @@ func TestRealSUC(t *testing.T) {
 	bed := testbed.Start(t, testbed.Options{Name: "suc-bed", Nodes: nodes, Stages: stages})
 	suc := bed.StartSUC(t, testbed.SUCSettings(kubectl))
 	t.Logf("bed and controller up in %s", time.Since(start).Round(time.Second))
+	if d := os.Getenv("UNSTICK_KEEP_BED_LOGS"); d != "" {
+		go watchPods(ctx, bed, filepath.Join(d, "pods.log"))
+	}
 	t.Cleanup(func() {
+		ctx := context.Background()
+		if d := os.Getenv("UNSTICK_KEEP_BED_LOGS"); d != "" {
+			_ = os.MkdirAll(d, 0o755)
+			for _, f := range []string{"kwok.log", "kwok.yaml", "kube-controller-manager.log"} {
+				if data, err := os.ReadFile(filepath.Join(bed.Dir, f)); err == nil {
+					_ = os.WriteFile(filepath.Join(d, f), data, 0o644)
+				}
+			}
+			_ = os.WriteFile(filepath.Join(d, "suc.log"), []byte(suc.Log()), 0o644)
+		}
 		if !t.Failed() {
 			return
 		}
@@ -112,19 +131,25 @@ spec:
 	plan("os-patch", "arm", "v2.1.0-amd64", reg.host+"/acme/os-patch")
 
 	// The failures, as the controllers leave them.
-	waitUntil(t, 3*time.Minute, "k3s-missing's pod in an image pull back-off", func() (bool, string) {
+	origImage := map[string]string{"k3s-missing": reg.host + "/rancher/k3s-upgrade", "os-patch": reg.host + "/acme/os-patch"}
+	planNode := map[string]string{"k3s-missing": "worker-a1", "os-patch": "worker-r1"}
+	waitUntil(t, 3*time.Minute, "k3s-missing's upgrade container in an image pull back-off, worker-a1 cordoned", func() (bool, string) {
+		n, err := bed.Client.CoreV1().Nodes().Get(ctx, "worker-a1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
 		pods, err := bed.Client.CoreV1().Pods("system-upgrade").List(ctx, metav1.ListOptions{LabelSelector: "upgrade.cattle.io/plan=k3s-missing"})
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, p := range pods.Items {
 			for _, cs := range p.Status.ContainerStatuses {
-				if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+				if w := cs.State.Waiting; w != nil && w.Reason == "ImagePullBackOff" && n.Spec.Unschedulable {
 					return true, w.Message
 				}
 			}
 		}
-		return false, fmt.Sprintf("%d pods", len(pods.Items))
+		return false, fmt.Sprintf("%d pods, unschedulable=%v", len(pods.Items), n.Spec.Unschedulable)
 	})
 	waitUntil(t, 3*time.Minute, "os-patch's Job failed and worker-r1 left cordoned", func() (bool, string) {
 		n, err := bed.Client.CoreV1().Nodes().Get(ctx, "worker-r1", metav1.GetOptions{})
@@ -144,44 +169,82 @@ spec:
 		}
 		return false, fmt.Sprintf("unschedulable=%v, %d jobs", n.Spec.Unschedulable, len(jobs.Items))
 	})
-	for _, name := range []string{"k3s-missing", "os-patch"} {
-		u, err := dyn.Resource(planGVR).Namespace("system-upgrade").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+	// What SUC and the Job controller wrote, for the report and the hand-written scenarios.
+	logWritten := func(when string) {
+		for _, name := range []string{"k3s-missing", "os-patch"} {
+			u, err := dyn.Resource(planGVR).Namespace("system-upgrade").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := json.Marshal(u.Object["status"])
+			t.Logf("%s: Plan %s status: %s", when, name, st)
 		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		t.Logf("Plan %s as SUC wrote it: %v", name, conds)
+		jobs, _ := bed.Client.BatchV1().Jobs("system-upgrade").List(ctx, metav1.ListOptions{})
+		for _, j := range jobs.Items {
+			c, _ := json.Marshal(j.Status.Conditions)
+			t.Logf("%s: Job %s (active %d, failed %d, succeeded %d) conditions: %s", when, j.Name, j.Status.Active, j.Status.Failed, j.Status.Succeeded, c)
+		}
 	}
+	logWritten("failed")
 	t.Logf("failures produced in %s", time.Since(start).Round(time.Second))
 
-	// unstick scan, live, as an operator two hours later.
-	later := time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
+	// Both Plans' pods fail within seconds; the thresholds that wait an hour are set to a second
+	// rather than moving the clock, so the Jobs' and events' real times are what the checks read.
+	judge := []string{"--kubeconfig", bed.Kubeconfig, "--insecure-registry", reg.host,
+		"--threshold", "suc.nodeCordonedAfter=1s", "--threshold", "suc.planStuckAfter=1s"}
 	scan := func() scanResult {
-		out, errOut, _ := run(t, "scan", "--kubeconfig", bed.Kubeconfig, "--insecure-registry", reg.host, "-o", "json", "--now", later)
+		out, errOut, _ := run(t, append([]string{"scan", "-o", "json"}, judge...)...)
 		return parse(t, out, errOut)
 	}
+	collect := func(name string) {
+		dir := filepath.Join(t.TempDir(), name)
+		if os.Getenv("UNSTICK_UPDATE_REAL_SCENARIOS") != "" {
+			dir = filepath.Join("..", "..", "testdata", "scenarios", "real", name)
+			_ = os.RemoveAll(dir)
+			_ = os.MkdirAll(filepath.Dir(dir), 0o755)
+		}
+		if out, errOut, code := run(t, "collect", "--kubeconfig", bed.Kubeconfig, "--to", dir, "-q"); code != 0 {
+			t.Fatalf("collect %s: exit %d\n%s\n%s", name, code, out, errOut)
+		}
+	}
 	r := scan()
+	t.Logf("live scan of the failures:\n%s\n%s", strings.Join(r.roots(), "\n"), strings.Join(r.keys(), "\n"))
 	roots := strings.Join(r.roots(), "\n")
 	for _, want := range []string{"suc/image-missing", "suc/image-arch"} {
 		if !strings.Contains(roots, want) {
 			t.Errorf("live scan: no %s incident; roots:\n%s\nfindings:\n%s", want, roots, strings.Join(r.keys(), "\n"))
 		}
 	}
-	if !contains(r.keys(), "suc/node-left-cordoned") && !strings.Contains(strings.Join(r.keys(), "\n"), "suc/node-left-cordoned") {
-		t.Errorf("live scan: worker-r1 left cordoned is not reported:\n%s", strings.Join(r.keys(), "\n"))
+	if !strings.Contains(strings.Join(r.keys(), "\n"), "suc/node-left-cordoned suc-bed→ Node//worker-r1") {
+		t.Errorf("live scan: worker-r1 left cordoned by the failed Job is not reported:\n%s", strings.Join(r.keys(), "\n"))
+	}
+	collect("suc-image-missing-and-arch")
+
+	// fix at the default --max-risk low: the nodes' cordon is the only low rung; the Plans
+	// still point at images that cannot run, so the controller cannot converge.
+	dir := t.TempDir()
+	out, errOut, code := run(t, append([]string{"fix", "--apply", "--yes", "--backup-dir", dir + "/low"}, judge...)...)
+	t.Logf("fix (low): exit %d\n%s\n%s", code, out, errOut)
+	time.Sleep(5 * time.Second)
+	r = scan()
+	roots = strings.Join(r.roots(), "\n")
+	for _, want := range []string{"suc/image-missing", "suc/image-arch"} {
+		if !strings.Contains(roots, want) {
+			t.Errorf("after fix at low: %s is gone, but no rung at low changes the Plan's image; roots:\n%s", want, roots)
+		}
 	}
 
-	// fix at the default --max-risk low, then medium with the images that exist.
-	dir := t.TempDir()
-	out, errOut, code := run(t, "fix", "--kubeconfig", bed.Kubeconfig, "--insecure-registry", reg.host, "--now", later,
-		"--apply", "--yes", "--backup-dir", dir+"/low")
-	t.Logf("fix (low): exit %d\n%s\n%s", code, out, errOut)
-	out, errOut, code = run(t, "fix", "--kubeconfig", bed.Kubeconfig, "--insecure-registry", reg.host, "--now", later,
-		"--apply", "--yes", "--max-risk", "medium", "--backup-dir", dir+"/medium",
-		"--image=system-upgrade/k3s-missing:upgrade="+mirror, "--image=system-upgrade/os-patch:upgrade="+multi)
+	// medium: the Plans' images replaced by ones the registry holds for the nodes, the failed
+	// Jobs deleted and the plan labels cleared so the controller runs them again.
+	out, errOut, code = run(t, append([]string{"fix", "--apply", "--yes", "--max-risk", "medium", "--backup-dir", dir + "/medium",
+		"--image=system-upgrade/k3s-missing:upgrade=" + mirror, "--image=system-upgrade/os-patch:upgrade=" + multi}, judge...)...)
 	t.Logf("fix (medium): exit %d\n%s\n%s", code, out, errOut)
+	if code != 0 {
+		t.Errorf("fix at medium: exit %d", code)
+	}
 
 	// The real controller converges.
+	hashes := map[string]string{}
 	waitUntil(t, 4*time.Minute, "both Plans complete, nodes labelled and schedulable", func() (bool, string) {
 		var why []string
 		for _, name := range []string{"k3s-missing", "os-patch"} {
@@ -190,11 +253,11 @@ spec:
 				return false, err.Error()
 			}
 			hash, _, _ := unstructured.NestedString(u.Object, "status", "latestHash")
-			applying, _, _ := unstructured.NestedStringSlice(u.Object, "status", "applying")
-			if len(applying) > 0 {
-				why = append(why, name+" applying "+strings.Join(applying, ","))
+			hashes[name] = hash
+			if !planComplete(u) {
+				why = append(why, name+" not Complete")
 			}
-			node := map[string]string{"k3s-missing": "worker-a1", "os-patch": "worker-r1"}[name]
+			node := planNode[name]
 			n, err := bed.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -205,17 +268,43 @@ spec:
 		}
 		return len(why) == 0, strings.Join(why, "; ")
 	})
+	logWritten("converged")
 	r = scan()
 	for _, k := range r.keys() {
 		if strings.HasPrefix(k, "suc/image-") || strings.HasPrefix(k, "suc/node-left-cordoned") || strings.HasPrefix(k, "suc/plan-stuck") {
 			t.Errorf("after the fix the scan still reports %s", k)
 		}
 	}
+	collect("suc-image-fixed-healthy")
+
+	// restore puts back what fix wrote: the Plans' images (medium), the nodes' cordon (low).
 	out, errOut, code = run(t, "restore", dir+"/medium", "--kubeconfig", bed.Kubeconfig)
 	if code != 0 {
-		t.Errorf("restore: exit %d\n%s\n%s", code, out, errOut)
+		t.Errorf("restore medium: exit %d\n%s\n%s", code, out, errOut)
 	}
+	for name, img := range origImage {
+		u, err := dyn.Resource(planGVR).Namespace("system-upgrade").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedString(u.Object, "spec", "upgrade", "image"); got != img {
+			t.Errorf("after restore, Plan %s's image is %q, want the original %q", name, got, img)
+		}
+	}
+	out, errOut, code = run(t, "restore", dir+"/low", "--kubeconfig", bed.Kubeconfig)
+	t.Logf("restore low: exit %d\n%s\n%s", code, out, errOut)
 	t.Logf("controller restarts: %d; wall time %s", suc.Restarts(), time.Since(start).Round(time.Second))
+}
+
+func planComplete(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Complete" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
@@ -258,4 +347,26 @@ func (r *fixRegistry) pushImage(t *testing.T, repoTag, arch string) string {
 		t.Fatalf("push %s: %v", ref, err)
 	}
 	return ref.String()
+}
+
+// watchPods writes every version of the pods in system-upgrade to path (a debugging aid).
+func watchPods(ctx context.Context, bed *testbed.Bed, path string) {
+	_ = os.MkdirAll(filepath.Dir(path), 0o755)
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	w, err := bed.Client.CoreV1().Pods("system-upgrade").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for ev := range w.ResultChan() {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		st, _ := json.Marshal(p.Status)
+		fmt.Fprintf(f, "%s %s %s rv=%s node=%s %s\n", time.Now().Format("15:04:05.000"), ev.Type, p.Name, p.ResourceVersion, p.Spec.NodeName, st)
+	}
 }

@@ -66,6 +66,10 @@ func (b *Bed) StartSUC(t testing.TB, settings map[string]string) *SUC {
 		t.Fatalf("testbed: %v", err)
 	}
 	s := &SUC{Namespace: "system-upgrade", bed: b, bin: bin, t: t}
+	// The controller's Jobs use the host network: their pods take their node's address.
+	if err := b.EnsureNodeAddresses(t.Context()); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
 	if err := s.deploy(t.Context(), settings); err != nil {
 		t.Fatalf("testbed: deploying the system-upgrade-controller: %v", err)
 	}
