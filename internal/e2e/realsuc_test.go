@@ -196,15 +196,34 @@ spec:
 		out, errOut, _ := run(t, append([]string{"scan", "-o", "json"}, judge...)...)
 		return parse(t, out, errOut)
 	}
-	collect := func(name string) {
+	// collect writes the bed as a bundle; with UNSTICK_UPDATE_REAL_SCENARIOS=1 it becomes the
+	// scenario testdata/scenarios/real/<name>, with a README saying the real controllers made it
+	// and an expect.yaml (expect, evaluated two hours after the collection) for TestScenarios.
+	collect := func(name, description, expect string) {
 		dir := filepath.Join(t.TempDir(), name)
-		if os.Getenv("UNSTICK_UPDATE_REAL_SCENARIOS") != "" {
+		update := os.Getenv("UNSTICK_UPDATE_REAL_SCENARIOS") != ""
+		if update {
 			dir = filepath.Join("..", "..", "testdata", "scenarios", "real", name)
 			_ = os.RemoveAll(dir)
 			_ = os.MkdirAll(filepath.Dir(dir), 0o755)
 		}
 		if out, errOut, code := run(t, "collect", "--kubeconfig", bed.Kubeconfig, "--to", dir, "-q"); code != 0 {
 			t.Fatalf("collect %s: exit %d\n%s\n%s", name, code, out, errOut)
+		}
+		if !update {
+			return
+		}
+		readme := fmt.Sprintf("# %s\n\nProduced by the real controllers, not written by hand: `unstick collect` of the test bed of\n"+
+			"`TestRealSUC` (internal/e2e/realsuc_test.go) — system-upgrade-controller %s, kube-controller-manager and\n"+
+			"kube-scheduler %s, KWOK %s nodes standing in for kubelets (its stages pull from the test's registry;\n"+
+			"no container runs, so there are no container logs). Regenerate with\n"+
+			"`UNSTICK_UPDATE_REAL_SCENARIOS=1 go test ./internal/e2e -run TestRealSUC -count=1 -timeout 30m`.\n\n%s\n",
+			name, testenv.SUCVersion, testenv.KubernetesVersion, "v0.8.0", description)
+		exp := fmt.Sprintf("description: >-\n  %s\nnow: %q\n%s", strings.ReplaceAll(description, "\n", "\n  "), time.Now().UTC().Add(2*time.Hour).Format(time.RFC3339), expect)
+		for f, data := range map[string]string{"README.md": readme, "expect.yaml": exp} {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	r := scan()
@@ -218,7 +237,13 @@ spec:
 	if !strings.Contains(strings.Join(r.keys(), "\n"), "suc/node-left-cordoned suc-bed→ Node//worker-r1") {
 		t.Errorf("live scan: worker-r1 left cordoned by the failed Job is not reported:\n%s", strings.Join(r.keys(), "\n"))
 	}
-	collect("suc-image-missing-and-arch")
+	collect("suc-image-missing-and-arch", "Real SUC v0.20.1: Plan k3s-missing's upgrade image tag is not in the registry (its Job's pod\n"+
+		"waits in ImagePullBackOff, worker-a1 cordoned by the cordon init container); Plan os-patch's\n"+
+		"image is a single amd64 image on an arm64 node (its Job failed with BackoffLimitExceeded and left\n"+
+		"worker-r1 cordoned). Scanned offline, without the registry: the pull errors name image-missing; the\n"+
+		"arm64 failure shows only as exit code 255 (runc writes \"exec format error\" to the container log, which\n"+
+		"KWOK has not), so worker-r1 left cordoned is its own root cause.",
+		"rootCauses: [suc/image-missing, suc/node-left-cordoned]\nfindings: [image/pull-not-found, suc/plan-stuck]\n")
 
 	// fix at the default --max-risk low: the nodes' cordon is the only low rung; the Plans
 	// still point at images that cannot run, so the controller cannot converge.
@@ -275,12 +300,20 @@ spec:
 			t.Errorf("after the fix the scan still reports %s", k)
 		}
 	}
-	collect("suc-image-fixed-healthy")
+	collect("suc-image-fixed-healthy", "The same bed after unstick fix --max-risk medium --image ...: both Plans Complete, nodes labelled\n"+
+		"and schedulable.",
+		"forbid: [suc/image-missing, suc/image-arch, suc/node-left-cordoned, suc/plan-stuck, suc/job-deadline]\n")
 
-	// restore puts back what fix wrote: the Plans' images (medium), the nodes' cordon (low).
+	// restore puts back what fix wrote at medium: the Plans' images and worker-r1's cordon
+	// (the fix at low wrote nothing). The controller has written the Plans' status and the nodes
+	// since, so their resourceVersions moved: restore refuses without --force, and says so.
 	out, errOut, code = run(t, "restore", dir+"/medium", "--kubeconfig", bed.Kubeconfig)
+	if code == 0 || !strings.Contains(out+errOut, "changed after unstick wrote it") {
+		t.Errorf("restore without --force over the controller's later writes: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "restore", dir+"/medium", "--kubeconfig", bed.Kubeconfig, "--force")
 	if code != 0 {
-		t.Errorf("restore medium: exit %d\n%s\n%s", code, out, errOut)
+		t.Errorf("restore --force: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for name, img := range origImage {
 		u, err := dyn.Resource(planGVR).Namespace("system-upgrade").Get(ctx, name, metav1.GetOptions{})
@@ -291,8 +324,9 @@ spec:
 			t.Errorf("after restore, Plan %s's image is %q, want the original %q", name, got, img)
 		}
 	}
-	out, errOut, code = run(t, "restore", dir+"/low", "--kubeconfig", bed.Kubeconfig)
-	t.Logf("restore low: exit %d\n%s\n%s", code, out, errOut)
+	if n, err := bed.Client.CoreV1().Nodes().Get(ctx, "worker-r1", metav1.GetOptions{}); err != nil || !n.Spec.Unschedulable {
+		t.Errorf("after restore, worker-r1 is not cordoned again as the backup has it (err %v)", err)
+	}
 	t.Logf("controller restarts: %d; wall time %s", suc.Restarts(), time.Since(start).Round(time.Second))
 }
 
