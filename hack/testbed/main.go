@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -21,14 +20,19 @@ import (
 )
 
 const usage = `usage:
-  testbed start DIR        start the test bed in the background; writes DIR/kubeconfig
-  testbed stop DIR         stop it and remove what start wrote
-  testbed binaries         build (if needed) every program of the test bed and print their paths
+  testbed start DIR [--fleet]   start the test bed in the background; writes DIR/kubeconfig
+  testbed stop DIR              stop it and remove what start wrote
+  testbed binaries              build (if needed) every program of the test bed and print their paths
 
 The test bed is a real kube-apiserver and etcd (with the Fleet, SUC, Rancher and CAPI CRDs),
 kube-controller-manager and kube-scheduler of the same release, and KWOK playing three
 nodes: cp-1 (control plane, amd64), worker-1 (amd64) and worker-arm-1 (arm64). Each program
-logs to DIR/<program>.log.`
+logs to DIR/<program>.log.
+
+--fleet also runs the real Fleet controller (with its agent management) on it, a second test
+bed as a downstream cluster in DIR/downstream (context "downstream", nodes down-1 and
+down-arm-1) and the real Fleet agent registered from there through a ClusterRegistrationToken:
+KUBECONFIG=DIR/kubeconfig:DIR/downstream/kubeconfig reaches both.`
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -54,15 +58,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "start":
-		if len(rest) != 1 {
-			return usageError("start takes DIR")
+		if len(rest) < 1 || len(rest) > 2 || (len(rest) == 2 && rest[1] != "--fleet") {
+			return usageError("start takes DIR [--fleet]")
 		}
-		return start(ctx, rest[0], stdout)
+		return start(ctx, rest[0], len(rest) == 2, stdout)
 	case "serve": // the background half of start
-		if len(rest) != 1 {
-			return usageError("serve takes DIR")
+		if len(rest) < 1 || len(rest) > 2 {
+			return usageError("serve takes DIR [--fleet]")
 		}
-		return serve(ctx, rest[0])
+		return serve(ctx, rest[0], len(rest) == 2)
 	case "stop":
 		if len(rest) != 1 {
 			return usageError("stop takes DIR")
@@ -111,7 +115,7 @@ var nodes = []testbed.Node{
 
 // start builds the programs in the foreground (the slow part, with progress), then runs serve
 // detached in its own session and returns once it reports ready.
-func start(ctx context.Context, dir string, stdout io.Writer) error {
+func start(ctx context.Context, dir string, fleet bool, stdout io.Writer) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -125,82 +129,123 @@ func start(ctx context.Context, dir string, stdout io.Writer) error {
 	if _, err := testbed.Build(ctx); err != nil {
 		return err
 	}
+	if fleet {
+		if _, err := testenv.FleetComponent.Build(ctx); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	args := []string{"serve", dir}
+	if fleet {
+		args = append(args, "--fleet")
+	}
+	pid, took, err := testenv.Detach(ctx, dir, filepath.Join(dir, "testbed.log"), args, 6*time.Minute, func() bool {
+		_, err := os.Stat(filepath.Join(dir, bedReady))
+		return err == nil
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("the test bed: %w", err)
 	}
-	logPath := filepath.Join(dir, "testbed.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
+	url, _ := testenv.Ready(dir)
+	fmt.Fprintf(stdout, "testbed: kube-apiserver %s at %s with kube-controller-manager, kube-scheduler and KWOK nodes cp-1, worker-1, worker-arm-1, ready in %s (pid %d)\n",
+		testenv.KubernetesVersion, url, took.Round(100*time.Millisecond), pid)
+	if fleet {
+		fmt.Fprintf(stdout, "testbed: Fleet controller on %s, agent registered from the downstream test bed in %s\n", filepath.Base(dir), filepath.Join(dir, "downstream"))
+		fmt.Fprintf(stdout, "export KUBECONFIG=%s:%s\n", filepath.Join(dir, testenv.Kubeconfig), filepath.Join(dir, "downstream", testenv.Kubeconfig))
+	} else {
+		fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", filepath.Join(dir, testenv.Kubeconfig))
 	}
-	defer logf.Close()
-	cmd := exec.Command(self, "serve", dir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the background process: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	timeout := time.After(4 * time.Minute)
-	for {
-		select {
-		case err := <-exited:
-			out, _ := os.ReadFile(logPath)
-			return fmt.Errorf("the test bed did not start (%v):\n%s", err, out)
-		case <-timeout:
-			_ = testenv.Stop(dir)
-			return fmt.Errorf("the test bed did not start within 4 minutes; see %s", logPath)
-		case <-ctx.Done():
-			_ = testenv.Stop(dir)
-			return ctx.Err()
-		case <-tick.C:
-			if _, err := os.Stat(filepath.Join(dir, bedReady)); err != nil {
-				continue
-			}
-			url, _ := testenv.Ready(dir)
-			fmt.Fprintf(stdout, "testbed: kube-apiserver %s at %s with kube-controller-manager, kube-scheduler and KWOK nodes cp-1, worker-1, worker-arm-1, ready in %s (pid %d)\n",
-				testenv.KubernetesVersion, url, time.Since(began).Round(100*time.Millisecond), cmd.Process.Pid)
-			fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", filepath.Join(dir, testenv.Kubeconfig))
-			fmt.Fprintf(stdout, "logs: %s/{kube-controller-manager,kube-scheduler,kwok}.log; stop with: hack/testbed.sh stop %s\n", dir, dir)
-			return nil
-		}
-	}
+	fmt.Fprintf(stdout, "logs: %s/{kube-controller-manager,kube-scheduler,kwok}.log; stop with: hack/testbed.sh stop %s\n", dir, dir)
+	return nil
 }
 
 // bedReady is written once the controllers run and the nodes are Ready.
 const bedReady = "testbed.ready"
 
 // serve runs the test bed until it is signalled.
-func serve(ctx context.Context, dir string) error {
+func serve(ctx context.Context, dir string, fleet bool) (err error) {
 	began := time.Now()
 	_ = os.Remove(filepath.Join(dir, bedReady))
-	env, err := testenv.StartProcess(ctx, dir)
+	r := &runner{ctx: ctx, dir: dir}
+	defer r.cleanup()
+	defer func() {
+		switch p := recover().(type) {
+		case nil:
+		case fatal:
+			err = errors.New(string(p))
+		default:
+			panic(p)
+		}
+	}()
+	mgmt, err := startBed(ctx, r, dir, nodes)
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
-	bed, err := testbed.StartOn(ctx, env, testbed.Options{Nodes: nodes})
-	if bed != nil {
-		defer bed.Close()
+	if fleet {
+		down, err := startBed(ctx, r, filepath.Join(dir, "downstream"), []testbed.Node{
+			{Name: "down-1", Labels: map[string]string{"node-role.kubernetes.io/worker": "true"}},
+			{Name: "down-arm-1", Arch: "arm64", Labels: map[string]string{"node-role.kubernetes.io/worker": "true"}},
+		})
+		if err != nil {
+			return err
+		}
+		f := testbed.StartFleet(r, mgmt)
+		a := f.Register(r, down, "downstream", testbed.AgentOptions{})
+		fmt.Printf("testbed: Fleet agent registered as cluster %s/%s\n", a.ClusterNamespace, a.ClusterName)
 	}
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, bedReady), []byte(env.URL()+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, bedReady), []byte(mgmt.URL()+"\n"), 0o644); err != nil {
 		return err
 	}
 	defer os.Remove(filepath.Join(dir, bedReady))
-	fmt.Printf("testbed: serving %s in %s\n", env.URL(), time.Since(began).Round(10*time.Millisecond))
+	fmt.Printf("testbed: serving %s in %s\n", mgmt.URL(), time.Since(began).Round(10*time.Millisecond))
 	<-ctx.Done()
 	fmt.Println("testbed: stopping")
 	return nil
+}
+
+// startBed starts an API server in dir (kubeconfig context named after dir) and the
+// controllers and KWOK nodes around it; the runner stops them.
+func startBed(ctx context.Context, r *runner, dir string, nodes []testbed.Node) (*testbed.Bed, error) {
+	env, err := testenv.StartProcess(ctx, dir, testbed.EnvOptions(filepath.Base(dir))...)
+	if err != nil {
+		return nil, err
+	}
+	r.Cleanup(func() { _ = env.Stop() })
+	bed, err := testbed.StartOn(ctx, env, testbed.Options{Nodes: nodes})
+	if bed != nil {
+		r.Cleanup(bed.Close)
+	}
+	return bed, err
+}
+
+// runner is testbed.T outside a test: Fatalf ends serve with the error, Cleanup runs when
+// serve returns.
+type runner struct {
+	ctx      context.Context
+	dir      string
+	cleanups []func()
+}
+
+type fatal string
+
+func (r *runner) Helper()                        {}
+func (r *runner) Fatalf(format string, a ...any) { panic(fatal(fmt.Sprintf(format, a...))) }
+func (r *runner) Logf(format string, a ...any)   { fmt.Printf(format+"\n", a...) }
+func (r *runner) Cleanup(f func())               { r.cleanups = append(r.cleanups, f) }
+func (r *runner) Context() context.Context       { return r.ctx }
+func (r *runner) TempDir() string {
+	d, err := os.MkdirTemp(r.dir, "tmp-")
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
+	r.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
+}
+
+func (r *runner) cleanup() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
 }

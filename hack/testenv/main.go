@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -112,56 +111,22 @@ func start(ctx context.Context, dir string, noCRDs bool, stdout io.Writer) error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	logPath := filepath.Join(dir, "testenv.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	args := []string{"serve", dir}
 	if noCRDs {
 		args = append(args, "--no-crds")
 	}
-	cmd := exec.Command(self, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the background process: %w", err)
+	var url string
+	pid, took, err := testenv.Detach(ctx, dir, filepath.Join(dir, "testenv.log"), args, 3*time.Minute, func() bool {
+		u, ok := testenv.Ready(dir)
+		url = u
+		return ok
+	})
+	if err != nil {
+		return fmt.Errorf("the environment: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	timeout := time.After(3 * time.Minute)
-	for {
-		select {
-		case err := <-exited:
-			out, _ := os.ReadFile(logPath)
-			return fmt.Errorf("the environment did not start (%v):\n%s", err, out)
-		case <-timeout:
-			_ = testenv.Stop(dir)
-			return fmt.Errorf("the environment did not start within 3 minutes; see %s", logPath)
-		case <-ctx.Done():
-			_ = testenv.Stop(dir)
-			return ctx.Err()
-		case <-tick.C:
-			url, ok := testenv.Ready(dir)
-			if !ok {
-				continue
-			}
-			kc := filepath.Join(dir, testenv.Kubeconfig)
-			fmt.Fprintf(stdout, "testenv: kube-apiserver %s at %s ready in %s (pid %d)\n", testenv.KubernetesVersion, url,
-				time.Since(began).Round(10*time.Millisecond), cmd.Process.Pid)
-			fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", kc)
-			return nil
-		}
-	}
+	fmt.Fprintf(stdout, "testenv: kube-apiserver %s at %s ready in %s (pid %d)\n", testenv.KubernetesVersion, url, took.Round(10*time.Millisecond), pid)
+	fmt.Fprintf(stdout, "export KUBECONFIG=%s\n", filepath.Join(dir, testenv.Kubeconfig))
+	return nil
 }
 
 // serve runs the environment until it is signalled.

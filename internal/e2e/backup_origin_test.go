@@ -27,6 +27,7 @@ import (
 // format would, so the check that must stop it is the one tested. Every refusal is made
 // before any write: the server holds exactly what it held before restore ran.
 func TestRestoreRefusesTamperedBackups(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f := replay(t, scenario("fleet/agent-pending-upgrade-incident"), "prod-eu-1")
 	cfg := f.envs["prod-eu-1"].Config
 	dir := filepath.Join(t.TempDir(), "backup")
@@ -192,6 +193,7 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 // A journal is a file too: edited so that a begun step names another object, the rerun
 // plans from the live cluster, finds no such change in the plan, and does not run it.
 func TestResumeRefusesJournalStepEditedToAnotherObject(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	flags, _ := sucImageFix(t)
 	f := replay(t, scenario("suc/image-missing-kubectl-tag"))
 	cfg := f.envs["prod-eu-1"].Config

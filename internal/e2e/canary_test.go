@@ -663,6 +663,7 @@ func editDocs(t *testing.T, path string, edit func(map[string]any)) {
 // objects/ so that restore can put the objects back exactly: they must be 0600 in 0700
 // directories, and never appear in evidence or a bundle.
 func TestCanarySecretsStaySecret(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	c, dir := plantedBundle(t)
 	f := replay(t, dir)
 	work := t.TempDir()
@@ -836,6 +837,7 @@ func plantedBundle(t *testing.T) (*canaries, string) {
 
 // The same bundle, offline: the loaders and the reports alone, no API server.
 func TestCanarySecretsStaySecretOffline(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	c, dir := plantedBundle(t)
 	// The canaries are in the bundle as written: a clean output means something.
 	var all []byte

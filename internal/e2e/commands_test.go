@@ -44,6 +44,7 @@ type printedCommand struct {
 }
 
 func TestExampleCommandsArePasteable(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	outs := map[string]string{}
 	for _, format := range []string{"table", "markdown", "html", "json"} {
 		out, errOut, code := run(t, "scan", "--from", example, "--now", now, "-o", format)

@@ -20,6 +20,7 @@ import (
 // (system:masters), so a fix that ignored --as would write; with --as the server's access
 // review names what the impersonated ServiceAccount lacks, and nothing changes.
 func TestFixApplyAsUserWithoutRightsWritesNothing(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	const cluster = "prod-eu-1"
 	name := "fleet/agent-pending-upgrade-incident"
 	env := testenv.Start(t, testenv.WithRBAC(), testenv.WithContextName(cluster))
@@ -61,6 +62,7 @@ func TestFixApplyAsUserWithoutRightsWritesNothing(t *testing.T) {
 // --request-timeout bounds each request as kubectl's does: a list the server never answers is
 // given up after it, long before --timeout, and the scan says what could not be read.
 func TestRequestTimeoutBoundsStalledRead(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	env := testenv.Start(t, testenv.WithContextName("local"))
 	proxy := testenv.StartFaultProxy(t, env.Config, 1)
 	proxy.SetRules(testenv.Rule{Fault: testenv.Stall, Rate: 1, Methods: []string{http.MethodGet}, Path: "/api/v1/namespaces", Watch: testenv.NoWatch})

@@ -131,6 +131,7 @@ func faultScan(t *testing.T, kubeconfig string, timeout time.Duration) (scanResu
 // fault-free one), reads that keep failing are named under errors and never silently change
 // the findings, and the scan ends within its --timeout even when an answer never comes.
 func TestFaultScan(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	clusters := []string{"local", "prod-eu-1"}
 	kubeconfig, proxies := behindFaults(t, fleetEnv(t, clusters))
 
@@ -388,6 +389,7 @@ func hasRelease(r *report.Report, name string) bool {
 // failing to come back do not lose a change made meanwhile, and a change made after recovery
 // is seen too.
 func TestFaultServeRecovers(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	const name = "prod-eu-1"
 	env := testenv.Start(t, testenv.WithContextName(name))
 	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: name}); err != nil {
@@ -503,6 +505,7 @@ func nthRealWrite(ns ...int) func(*http.Request) bool {
 // changed; running fix again finishes the rollback without doing any step twice: the history
 // ends as an uninterrupted rollback leaves it.
 func TestFaultFixApply(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	want := []string{
 		"Secret/cattle-fleet-system/sh.helm.release.v1." + agentRelease + ".v4",
 		"Secret/cattle-fleet-system/sh.helm.release.v1." + agentRelease + ".v5",
@@ -623,6 +626,7 @@ func checkReleaseRecords(t *testing.T, f *fleetOf) {
 // before the Plan patch reached the server leaves the step open (nothing written, exit 1); the
 // next run finishes the whole chain.
 func TestFaultFixApplyLostAnswers(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	flags, want := sucImageFix(t)
 	for _, tc := range []struct {
 		fault testenv.Fault
@@ -683,6 +687,7 @@ func TestFaultFixApplyLostAnswers(t *testing.T) {
 // server briefly answering 503 when serve starts must not leave the cluster unwatched until
 // serve is restarted.
 func TestFaultServeStartRetries(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	const name = "prod-eu-1"
 	env := testenv.Start(t, testenv.WithContextName(name))
 	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: name}); err != nil {

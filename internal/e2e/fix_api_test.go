@@ -91,6 +91,7 @@ data:
 // their statuses unchanged, only the two release Secrets changed, and restore puts them back
 // exactly.
 func TestFixRewritesReleaseManifestWithRemovedAPIs(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f := liveFleet(t)
 	cfg := f.envs["local"].Config
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -332,6 +333,7 @@ func resourceVersions(t *testing.T, r dynamic.ResourceInterface) map[string]stri
 }
 
 func TestFixMigratesCRDStorageAndTrimsStoredVersions(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f := liveFleet(t)
 	ctx := context.Background()
 	const n = 520
@@ -458,6 +460,7 @@ func waitServed(t *testing.T, dyn dynamic.Interface, version string) {
 // same --backup-dir from the journaled continue token: the second page is written back, the
 // first is not written again, and the trim follows.
 func TestFixResumesKilledStorageMigration(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f := liveFleet(t)
 	ctx := context.Background()
 	const n = 520
@@ -544,6 +547,7 @@ func legacyRelease(t *testing.T) (*fleetOf, *kubernetes.Clientset) {
 // held to the resourceVersion read when planning, is refused by the server, nothing is
 // written, and fix says why and stops (exit 1).
 func TestFixRewriteConflictMakesNoWrite(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f, cs := legacyRelease(t)
 	cfg := f.envs["local"].Config
 	before := everything(t, cfg)
@@ -581,6 +585,7 @@ func TestFixRewriteConflictMakesNoWrite(t *testing.T) {
 // not, rewrites only revision 1, and each Secret is written exactly once; restore still puts
 // both back as they were before the first run.
 func TestFixRewriteKilledBetweenWritesResumes(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f, _ := legacyRelease(t)
 	cfg := f.envs["local"].Config
 	before := everything(t, cfg)
@@ -645,6 +650,7 @@ func TestFixRewriteKilledBetweenWritesResumes(t *testing.T) {
 // carried by the status update itself, so the server would refuse what the check missed —
 // and makes no write; storedVersions stay as they were.
 func TestFixTrimConflictMakesNoWrite(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f := liveFleet(t)
 	_, stored, _ := widgets(t, f, 3)
 	dyn, err := dynamic.NewForConfig(f.envs["local"].Config)
@@ -682,78 +688,5 @@ func TestFixTrimConflictMakesNoWrite(t *testing.T) {
 	}
 	if want := []string{execute.PhaseBegin, execute.PhaseBackup, execute.PhaseDryRun, execute.PhaseConflict}; !reflect.DeepEqual(phases, want) {
 		t.Errorf("journal of the trim %v, want %v", phases, want)
-	}
-}
-
-// Where the cluster runs a storage version migrator, the migration is its job. testenv runs no
-// kube-controller-manager, so the test plays that controller (the one stand-in): it waits for
-// the StorageVersionMigration unstick creates, writes every object back itself and sets the
-// Succeeded condition. unstick writes no object itself, then trims storedVersions.
-func TestFixUsesStorageVersionMigrationWhenActedOn(t *testing.T) {
-	f := liveFleet(t)
-	v2, stored, rvBefore := widgets(t, f, 5)
-	dyn, err := dynamic.NewForConfig(f.envs["local"].Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svms := dyn.Resource(schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var controllerWrites atomic.Int32
-	var spec atomic.Value
-	go func() { // the stand-in controller
-		for ctx.Err() == nil {
-			time.Sleep(200 * time.Millisecond)
-			svm, err := svms.Get(ctx, "unstick-widgets-example-unstick-dev", metav1.GetOptions{})
-			if err != nil {
-				continue
-			}
-			spec.Store(mustJSON(svm.Object["spec"]))
-			list, err := v2.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				continue
-			}
-			for i := range list.Items {
-				if _, err := v2.Update(ctx, &list.Items[i], metav1.UpdateOptions{FieldManager: "storage-version-migrator"}); err == nil {
-					controllerWrites.Add(1)
-				}
-			}
-			now := time.Now().UTC().Format(time.RFC3339)
-			svm.Object["status"] = map[string]any{"conditions": []any{
-				map[string]any{"type": "Succeeded", "status": "True", "reason": "Succeeded", "message": "migrated", "lastTransitionTime": now},
-			}}
-			if _, err := svms.UpdateStatus(ctx, svm, metav1.UpdateOptions{}); err == nil {
-				return
-			}
-		}
-	}()
-	dir := filepath.Join(t.TempDir(), "backup")
-	out, errOut, code := runCtx(context.Background(), t, "", append([]string{"fix"}, f.args("--only", "crd/", "--apply", "--yes", "--max-risk", "high", "--backup-dir", dir, "--verify-timeout", "30s")...)...)
-	t.Logf("fix --apply (exit %d):\n%s%s", code, out, errOut)
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	if !strings.Contains(out, "StorageVersionMigration unstick-widgets-example-unstick-dev succeeded") || strings.Contains(out, "] migrated: ") {
-		t.Errorf("the migration was not left to the StorageVersionMigration")
-	}
-	if got := spec.Load(); got != `{"resource":{"group":"example.unstick.dev","resource":"widgets"}}` {
-		t.Errorf("StorageVersionMigration spec %v", got)
-	}
-	if controllerWrites.Load() != 5 {
-		t.Errorf("the stand-in controller wrote %d objects back, want 5", controllerWrites.Load())
-	}
-	for k, rv := range resourceVersions(t, v2) {
-		if rv == rvBefore[k] {
-			t.Errorf("%s not migrated", k)
-		}
-	}
-	if s := stored(); !reflect.DeepEqual(s, []string{"v2"}) {
-		t.Errorf("storedVersions %v, want [v2]", s)
-	}
-	entries, _ := execute.ReadJournal(dir)
-	for _, e := range entries {
-		if e.Phase == execute.PhaseProgress {
-			t.Errorf("unstick wrote objects back itself: %s", e.Message)
-		}
 	}
 }

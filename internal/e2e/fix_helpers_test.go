@@ -289,19 +289,34 @@ func journalWrites(t *testing.T, dir string) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	out := map[string][]string{}
+	type state struct{ created, deleted bool }
+	seen := map[string]*state{}
+	var order []string
 	for _, e := range entries {
 		for _, w := range e.Writes {
 			k := w.Kind + "/" + w.Namespace + "/" + w.Name
 			if w.Namespace == "" {
 				k = w.Kind + "/" + w.Name
 			}
-			if !seen[w.Cluster+"|"+k] {
-				seen[w.Cluster+"|"+k] = true
-				out[w.Cluster] = append(out[w.Cluster], k)
+			key := w.Cluster + "|" + k
+			st, ok := seen[key]
+			if !ok {
+				st = &state{created: w.Op == "create"}
+				seen[key] = st
+				order = append(order, key)
 			}
+			st.deleted = w.Op == "delete"
 		}
+	}
+	out := map[string][]string{}
+	for _, key := range order {
+		// Created and deleted again in the run (a StorageVersionMigration no controller
+		// acted on): no change is left behind.
+		if st := seen[key]; st.created && st.deleted {
+			continue
+		}
+		cluster, k, _ := strings.Cut(key, "|")
+		out[cluster] = append(out[cluster], k)
 	}
 	return out
 }

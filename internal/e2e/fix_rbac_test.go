@@ -44,6 +44,7 @@ func waitAllowed(t *testing.T, cfg *rest.Config, attrs authorizationv1.ResourceA
 // plan lacks, makes no write, and points at deploy/rbac/fix.yaml; bound to that too, the same
 // command carries the plan out and restore puts it back. So fix.yaml is both needed and enough.
 func TestFixWithLeastPrivilege(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	reg := startFixRegistry(t)
 	good := reg.pushIndex(t, "rancher/kubectl:v1.30.3", v1.Platform{OS: "linux", Architecture: "amd64"})
 	for _, tc := range []struct {

@@ -25,6 +25,7 @@ import (
 // (execute.Hooks.BeforeApply): a real API server cannot be made to change an object at that
 // precise moment otherwise.
 func TestFixConflictBetweenDryRunAndWriteMakesNoWrite(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f := replay(t, scenario("fleet/agent-pending-upgrade-incident"), "prod-eu-1")
 	cfg := f.envs["prod-eu-1"].Config
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -86,6 +87,7 @@ func TestFixConflictBetweenDryRunAndWriteMakesNoWrite(t *testing.T) {
 // the server answers 409). Either way no write is made and fix says why. The change is
 // injected by test hooks.
 func TestFixConflictAfterPlanningMakesNoWrite(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	for _, at := range []string{"before the step", "between dry-run and write"} {
 		t.Run(at, func(t *testing.T) {
 			f := replay(t, scenario("suc/node-left-cordoned-positive"))
@@ -148,6 +150,7 @@ func TestFixConflictAfterPlanningMakesNoWrite(t *testing.T) {
 // objects changed, each step finished once in the journal and written at most once, and no
 // backup overwritten.
 func TestFixResumesAfterKillAtEveryStepBoundary(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	if testing.Short() {
 		t.Skip("starts one API server per boundary")
 	}
@@ -258,6 +261,7 @@ func backupFiles(t *testing.T, dir string) map[string][]byte {
 // history ends as an uninterrupted rollback leaves it, and the journal shows the step applied
 // and finished once.
 func TestFixFinishesRollbackKilledBetweenWrites(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	for k := 1; k <= 5; k++ {
 		t.Run(fmt.Sprintf("after-write-%d", k), func(t *testing.T) {
 			f := replay(t, scenario("fleet/agent-pending-upgrade-incident"), "prod-eu-1")
@@ -315,6 +319,7 @@ func TestFixFinishesRollbackKilledBetweenWrites(t *testing.T) {
 // step reads the object for its backup, before any dry-run or write. The steps are built by
 // hand: the planner never makes them (TestNoPlanTouchesGuardedObjects).
 func TestFixGuardRefusesProtectedObjects(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f := replay(t, scenario("fleet/registration-broken-positive"))
 	cfg := f.envs["local"].Config
 	cs, err := kubernetes.NewForConfig(cfg)

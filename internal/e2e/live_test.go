@@ -143,6 +143,7 @@ func fleetEnv(t *testing.T, clusters []string) string {
 // The example fleet replayed into real API servers scans live exactly as it scans offline,
 // and `collect` of the live fleet scans offline exactly as the live scan did.
 func TestLiveScanMatchesOfflineAndCollect(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	kubeconfig := fleetEnv(t, exampleClusters)
 
 	offOut, offErr, offCode := run(t, "scan", "--from", example, "--now", now, "-o", "json")
@@ -186,6 +187,7 @@ func TestLiveScanMatchesOfflineAndCollect(t *testing.T) {
 
 // Lists are paginated: reading with a page of 2 objects sees exactly what a page of 500 sees.
 func TestLiveListsArePaginated(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	env := testenv.Start(t, testenv.WithContextName("local"))
 	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: "local"}); err != nil {
 		t.Fatal(err)

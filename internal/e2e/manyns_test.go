@@ -46,6 +46,7 @@ func (s *kindSink) Error(e finding.ScanError) {
 // namespaces, keeping only the watched ones' objects; a reader allowed to list them only
 // namespace by namespace (RoleBindings) still gets them all.
 func TestLiveManyWatchedNamespaces(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	env := testenv.Start(t, testenv.WithRBAC())
 	ctx := t.Context()
 	kube := kubernetes.NewForConfigOrDie(env.Config)

@@ -53,6 +53,7 @@ func waitDenied(t *testing.T, cfg *rest.Config, attrs authorizationv1.ResourceAt
 // read error that scans to the same findings. With Secrets taken out of the role, serve still
 // becomes ready and names the one permission it lacks: the only forbidden error expected.
 func TestServeRBACScanRoleIsEnough(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	admin, role, saCfg, kubeconfig := scanRoleEnv(t)
 	waitAllowed(t, saCfg, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "secrets"})
 	// The ServiceAccount is not an administrator: it cannot write, nor read what the role

@@ -123,6 +123,7 @@ func mustUnmarshal(t *testing.T, doc []byte, into any) {
 // errors) on a server that authorizes with RBAC; with Secrets taken out of the role the scan
 // still completes and names the gap.
 func TestScanWithLeastPrivilege(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	admin, role, _, kubeconfig := scanRoleEnv(t)
 	out, errOut, code := run(t, "scan", "--kubeconfig", kubeconfig, "--now", now, "-o", "json", "-q")
 	r := parse(t, out, errOut)

@@ -133,7 +133,7 @@ spec:
 	// The failures, as the controllers leave them.
 	origImage := map[string]string{"k3s-missing": reg.host + "/rancher/k3s-upgrade", "os-patch": reg.host + "/acme/os-patch"}
 	planNode := map[string]string{"k3s-missing": "worker-a1", "os-patch": "worker-r1"}
-	waitUntil(t, 3*time.Minute, "k3s-missing's upgrade container in an image pull back-off, worker-a1 cordoned", func() (bool, string) {
+	sucWaitUntil(t, 3*time.Minute, "k3s-missing's upgrade container in an image pull back-off, worker-a1 cordoned", func() (bool, string) {
 		n, err := bed.Client.CoreV1().Nodes().Get(ctx, "worker-a1", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -151,7 +151,7 @@ spec:
 		}
 		return false, fmt.Sprintf("%d pods, unschedulable=%v", len(pods.Items), n.Spec.Unschedulable)
 	})
-	waitUntil(t, 3*time.Minute, "os-patch's Job failed and worker-r1 left cordoned", func() (bool, string) {
+	sucWaitUntil(t, 3*time.Minute, "os-patch's Job failed and worker-r1 left cordoned", func() (bool, string) {
 		n, err := bed.Client.CoreV1().Nodes().Get(ctx, "worker-r1", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -270,7 +270,7 @@ spec:
 
 	// The real controller converges.
 	hashes := map[string]string{}
-	waitUntil(t, 4*time.Minute, "both Plans complete, nodes labelled and schedulable", func() (bool, string) {
+	sucWaitUntil(t, 4*time.Minute, "both Plans complete, nodes labelled and schedulable", func() (bool, string) {
 		var why []string
 		for _, name := range []string{"k3s-missing", "os-patch"} {
 			u, err := dyn.Resource(planGVR).Namespace("system-upgrade").Get(ctx, name, metav1.GetOptions{})
@@ -341,7 +341,7 @@ func planComplete(u *unstructured.Unstructured) bool {
 	return false
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+func sucWaitUntil(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	last := ""

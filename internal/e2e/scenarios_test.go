@@ -40,6 +40,7 @@ var liveScenarios = []string{
 }
 
 func TestScenariosScanTheSameLive(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	for _, name := range liveScenarios {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "testdata", "scenarios", name)

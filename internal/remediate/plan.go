@@ -174,6 +174,10 @@ type Step struct {
 	// first. Each is backed up before the first write.
 	Target  Object   `json:"target"`
 	Touches []Object `json:"touches"`
+	// Creates lists objects the step may create besides (a StorageVersionMigration, when the
+	// cluster serves the API and lets the caller create one). Each is recorded as absent in
+	// the backup before it is created, and restore removes it.
+	Creates []Object `json:"creates,omitempty"`
 	// Evidence lists further objects whose state, events and logs are saved with the backup.
 	Evidence []Object `json:"evidence,omitempty"`
 	// Change says what the step changes; Why the findings it answers; Rationale the
@@ -199,6 +203,19 @@ type Step struct {
 	LabelValue string            `json:"labelValue,omitempty"`
 	Rewrite    *APIRewrite       `json:"rewrite,omitempty"`
 	Storage    *StorageMigration `json:"storage,omitempty"`
+	// Settles is set on a resync step answering a Helm incident: the Fleet controller
+	// reconciling the bump is not enough, the release itself must move on to a deployed
+	// revision (the agent rolled back and upgraded again) before the step verifies. Against
+	// the real Fleet v0.16.0 the controller reconciles a force-sync at once while a dead or
+	// crash-looping agent leaves the release pending: the bump alone proves nothing.
+	Settles *ReleaseRef `json:"settles,omitempty"`
+}
+
+// ReleaseRef names a Helm release on a cluster.
+type ReleaseRef struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Release   string `json:"release"`
 }
 
 // APIRewrite is a release manifest rewrite: in each named revision's stored manifest, every

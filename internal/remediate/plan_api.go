@@ -178,8 +178,9 @@ func (pl *planner) crdStorage(inc finding.Incident) []Attempt {
 			Cluster:  c.Name,
 			Target:   obj,
 			Evidence: []Object{obj},
-			Change: fmt.Sprintf("rewrite every %s object (%s) so the API server stores it as %s, not %s: a StorageVersionMigration when the cluster serves one and a controller acts on it, otherwise each object read in pages of 500 and written back unchanged under its resourceVersion",
-				crd.Kind, res, storage, strings.Join(old, ", ")),
+			Creates:  []Object{{Cluster: c.Name, APIVersion: SVMAPIVersion, Kind: "StorageVersionMigration", Name: SVMName(crd.Name), Create: true}},
+			Change: fmt.Sprintf("rewrite every %s object (%s) so the API server stores it as %s, not %s: StorageVersionMigration %s when the cluster serves the API and a controller acts on it (deleted again if none does), otherwise each object read in pages of 500 and written back unchanged under its resourceVersion",
+				crd.Kind, res, storage, strings.Join(old, ", "), SVMName(crd.Name)),
 			Why:       why,
 			Rationale: r.Action,
 			Precondition: fmt.Sprintf("CRD %s unchanged since planning (resourceVersion %s), storage version still %s; each object is written back with the resourceVersion it was read at, and one someone else wrote meanwhile is read again and written again, never overwritten",
@@ -304,4 +305,17 @@ func revList(revs []int) string {
 		s = append(s, itoa(r))
 	}
 	return strings.Join(s, ",")
+}
+
+// SVMAPIVersion is the StorageVersionMigration API a plan names (GA, served by default, from
+// Kubernetes v1.37; v1beta1 before). The executor creates it in the version the cluster serves.
+const SVMAPIVersion = "storagemigration.k8s.io/v1"
+
+// SVMName is the name of the StorageVersionMigration a storage migration of crd creates.
+func SVMName(crd string) string {
+	name := "unstick-" + strings.ReplaceAll(crd, ".", "-")
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return name
 }

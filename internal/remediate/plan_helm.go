@@ -43,10 +43,10 @@ func (pl *planner) helmRelease(inc finding.Incident) []Attempt {
 	if r, risk, ok := rung(root, RungResync, sigResync); ok {
 		if fleet.IsAgentBundle(rel.Name) {
 			if m, fc := pl.fleetClusterNamed(c, strings.TrimPrefix(rel.Name, fleet.AgentBundlePrefix)); fc != nil && containsCmd(r, sigRedeploy) {
-				out = append(out, single(pl.redeployStep(m, fc, RungResync, risk, r.Action, why)))
+				out = append(out, single(settles(pl.redeployStep(m, fc, RungResync, risk, r.Action, why), c.Name, rel.Namespace, rel.Name)))
 			}
 		} else if m, b := pl.bundleOfRelease(c, rel.Name); b != nil && containsCmd(r, sigForceSync) {
-			out = append(out, single(pl.forceSyncStep(m, b, RungResync, risk, r.Action, why)))
+			out = append(out, single(settles(pl.forceSyncStep(m, b, RungResync, risk, r.Action, why), c.Name, rel.Namespace, rel.Name)))
 		}
 	}
 
@@ -270,5 +270,13 @@ func shellQuote(s string) string {
 			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 		}
 	}
+	return s
+}
+
+// settles makes a resync step for a stuck release verify only once the release has moved on to
+// a deployed revision, not merely once the Fleet controller reconciled the bump.
+func settles(s Step, cluster, namespace, release string) Step {
+	s.Settles = &ReleaseRef{Cluster: cluster, Namespace: namespace, Release: release}
+	s.Verify += fmt.Sprintf("; and Helm release %s/%s on %s reaches a deployed revision (the agent deployed it again)", namespace, release, cluster)
 	return s
 }

@@ -80,6 +80,14 @@ func SameChange(a, b Step) bool {
 			return false
 		}
 	}
+	if len(a.Creates) != len(b.Creates) {
+		return false
+	}
+	for i := range a.Creates {
+		if !sameObject(a.Creates[i], b.Creates[i]) {
+			return false
+		}
+	}
 	// The values written, not those they replace: those move once the step is written.
 	if a.Generation != b.Generation || a.Label != b.Label || a.LabelValue != b.LabelValue {
 		return false

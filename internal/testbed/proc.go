@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -29,7 +28,7 @@ type Proc struct {
 
 // Run starts bin with args (and env added to this process's environment) and stops it when
 // the test ends. A program that exits on its own is not restarted; Restart does that.
-func (b *Bed) Run(t testing.TB, name, bin string, args, env []string) *Proc {
+func (b *Bed) Run(t T, name, bin string, args, env []string) *Proc {
 	t.Helper()
 	p, err := b.Spawn(name, bin, args, env)
 	if err != nil {

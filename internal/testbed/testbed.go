@@ -31,6 +31,17 @@ import (
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
 
+// T is what the test bed's helpers need of a test. *testing.T satisfies it; so does
+// hack/testbed's runner, which brings the same set-ups up by hand outside tests.
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	Context() context.Context
+	TempDir() string
+}
+
 // Node is a KWOK node, labelled as a real kubelet labels its node.
 type Node struct {
 	Name string
@@ -79,7 +90,7 @@ func Start(t testing.TB, o Options) *Bed {
 	if name == "" {
 		name = "testbed"
 	}
-	env := testenv.Start(t, append([]testenv.Option{testenv.WithContextName(name)}, o.EnvOptions...)...)
+	env := testenv.Start(t, append(EnvOptions(name), o.EnvOptions...)...)
 	b, err := StartOn(t.Context(), env, o)
 	if b != nil {
 		t.Cleanup(b.Close)
@@ -88,6 +99,16 @@ func Start(t testing.TB, o Options) *Bed {
 		t.Fatalf("testbed: %v", err)
 	}
 	return b
+}
+
+// EnvOptions configure the test bed's API server and etcd as a kubeadm or RKE2 control plane
+// is: etcd sends watch progress notifications every 5 seconds, so the API server's watchers
+// get bookmarks and an informer's last-synced resourceVersion keeps moving on a quiet resource
+// (kube-controller-manager's storage version migrator waits for its garbage collector's to
+// pass the migration's; at etcd's default of 10 minutes a migration of a resource nobody
+// writes sits Running that long).
+func EnvOptions(name string) []testenv.Option {
+	return []testenv.Option{testenv.WithContextName(name), testenv.WithEtcdArg("watch-progress-notify-interval", "5s")}
 }
 
 // Build builds (once per machine) the programs Start runs and returns them by name.

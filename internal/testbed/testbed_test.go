@@ -37,7 +37,7 @@ func TestBedRunsTheRealControllers(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "docker.io/library/nginx:1.27"}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "docker.io/library/nginx:1.27"}}},
 			},
 		},
 	}

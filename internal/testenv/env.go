@@ -44,6 +44,7 @@ type Env struct {
 
 type options struct {
 	args        map[string][]string
+	etcdArgs    map[string][]string
 	crds        bool
 	contextName string
 }
@@ -59,6 +60,16 @@ func WithRBAC() Option { return WithAPIServerArg("authorization-mode", "RBAC") }
 // WithAPIServerArg sets a kube-apiserver flag, e.g. ("feature-gates", "X=true").
 func WithAPIServerArg(name string, values ...string) Option {
 	return func(o *options) { o.args[name] = values }
+}
+
+// WithEtcdArg sets an etcd flag, e.g. ("watch-progress-notify-interval", "5s").
+func WithEtcdArg(name string, values ...string) Option {
+	return func(o *options) {
+		if o.etcdArgs == nil {
+			o.etcdArgs = map[string][]string{}
+		}
+		o.etcdArgs[name] = values
+	}
 }
 
 // WithoutCRDs starts a server without the Fleet and SUC CRDs, e.g. to replay a bundle whose
@@ -148,6 +159,9 @@ func start(ctx context.Context, dir string, opts []Option) (*Env, error) {
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcd, DataDir: filepath.Join(dir, "etcd"), Out: out, Err: out}
 	// Nothing here needs etcd to survive a power cut; fsync dominates a replay's time.
 	env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
+	for name, values := range o.etcdArgs {
+		env.ControlPlane.Etcd.Configure().Set(name, values...)
+	}
 	for _, d := range []string{api.CertDir, env.ControlPlane.Etcd.DataDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err

@@ -2,6 +2,8 @@ package execute
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,8 +200,41 @@ func writeOf(o remediate.Object, op, before string, after *unstructured.Unstruct
 	w := Write{Cluster: o.Cluster, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Op: op, Before: before, UID: o.UID}
 	if after != nil {
 		w.After, w.UID = after.GetResourceVersion(), string(after.GetUID())
+		w.AfterDigest = contentDigest(after)
 	}
 	return w
+}
+
+// controllerAnnotations are annotations a workload's own controller rewrites after every
+// change of its spec (the Deployment controller's revision count).
+var controllerAnnotations = []string{"deployment.kubernetes.io/revision"}
+
+// contentDigest hashes an object without its status and the metadata the API server and the
+// object's controllers keep moving (resourceVersion, generation, managedFields,
+// controller-owned annotations). Two reads with the same digest differ only in those: what
+// the real controllers do after a fix (the Fleet controller's Bundle status, the Deployment
+// controller's rollout, the storage version migrator's conditions).
+func contentDigest(u *unstructured.Unstructured) string {
+	c := u.DeepCopy()
+	delete(c.Object, "status")
+	for _, f := range []string{"resourceVersion", "generation", "managedFields", "creationTimestamp", "selfLink"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	}
+	if ann := c.GetAnnotations(); ann != nil {
+		for _, a := range controllerAnnotations {
+			delete(ann, a)
+		}
+		if len(ann) == 0 {
+			ann = nil
+		}
+		c.SetAnnotations(ann)
+	}
+	data, err := json.Marshal(c.Object) // map keys are sorted: the same content, the same bytes
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // OutcomeUnknown says whether a failed write may still have been applied: no answer came
@@ -302,11 +337,19 @@ func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, v 
 		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "redeployAgentGeneration")
 		deployed, found, _ := unstructured.NestedInt64(u.Object, "status", "agentDeployedGeneration")
 		ok := found && deployed >= st.Generation && v.moved(deployed)
+		if ok && st.Settles != nil {
+			ok, why, err = e.releaseSettled(ctx, st)
+			return spec >= st.Generation, ok, why, err
+		}
 		return spec >= st.Generation, ok, fmt.Sprintf("status.agentDeployedGeneration is %s, waiting for %d (is the Fleet controller running?)", int64OrUnset(deployed, found), st.Generation), nil
 	case remediate.ForceSync:
 		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "forceSyncGeneration")
 		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 		ok := spec >= st.Generation && observed >= u.GetGeneration() && v.moved(observed)
+		if ok && st.Settles != nil {
+			ok, why, err = e.releaseSettled(ctx, st)
+			return spec >= st.Generation, ok, why, err
+		}
 		return spec >= st.Generation, ok, fmt.Sprintf("status.observedGeneration is %d (was %s), generation %d: the Fleet controller has not reconciled the bump (is it running?)", observed, v.baselineText(), u.GetGeneration()), nil
 	case remediate.RolloutRestart:
 		got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)

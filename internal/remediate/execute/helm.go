@@ -549,3 +549,23 @@ func managedBy(fields []metav1.ManagedFieldsEntry, manager string) bool {
 	}
 	return false
 }
+
+// releaseSettled says whether the release a resync step answers (Step.Settles) has moved on to
+// a deployed newest revision. It only reads.
+func (e *Executor) releaseSettled(ctx context.Context, st remediate.Step) (bool, string, error) {
+	r := st.Settles
+	cl, err := e.cluster(ctx, r.Cluster)
+	if err != nil {
+		return false, "", err
+	}
+	store, _ := e.storageIn(cl, st, r.Namespace, true, map[string]string{})
+	last, err := store.Last(r.Release)
+	if err != nil {
+		return false, "", fmt.Errorf("reading Helm release %s/%s: %w", r.Namespace, r.Release, err)
+	}
+	if last.Info != nil && last.Info.Status == release.StatusDeployed {
+		return true, "", nil
+	}
+	return false, fmt.Sprintf("the Fleet controller reconciled the bump, but Helm release %s/%s on %s is still at revision %d %s: the agent has not deployed it again (is it running?)",
+		r.Namespace, r.Release, r.Cluster, last.Version, statusOf(last)), nil
+}

@@ -65,6 +65,10 @@ type Write struct {
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
 	UID    string `json:"uid,omitempty"`
+	// AfterDigest is the SHA-256 of the object as the write left it, less what its controllers
+	// and the server keep writing (see contentDigest): restore tells a status update by the
+	// object's controller from someone else's change by it.
+	AfterDigest string `json:"afterDigest,omitempty"`
 }
 
 // Key identifies the written object.

@@ -169,9 +169,11 @@ func (e *Executor) migrateWithSVM(ctx context.Context, cl *cluster, st remediate
 		return false, nil, nil
 	}
 	sm := st.Storage
-	name := "unstick-" + strings.ReplaceAll(sm.CRD, ".", "-")
-	if len(name) > 200 {
-		name = name[:200]
+	name := remediate.SVMName(sm.CRD)
+	// Only the one the plan names (a plan from an older journal names none: write back).
+	if !slices.ContainsFunc(st.Creates, func(o remediate.Object) bool { return o.Kind == "StorageVersionMigration" && o.Name == name }) {
+		e.say("  [%d] the plan names no StorageVersionMigration to create: unstick writes the objects back itself", e.numbers[st.ID])
+		return false, nil, nil
 	}
 	obj := remediate.Object{Cluster: cl.name, APIVersion: gvr.GroupVersion().String(), Kind: "StorageVersionMigration", Name: name, Create: true}
 	h := cl.dyn.Resource(gvr)
@@ -195,6 +197,8 @@ func (e *Executor) migrateWithSVM(ctx context.Context, cl *cluster, st remediate
 	}
 	deadline := time.Now().Add(svmWait)
 	acted := false
+	failed, running := "", ""
+poll:
 	for {
 		cur, err := h.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -208,11 +212,17 @@ func (e *Executor) migrateWithSVM(ctx context.Context, cl *cluster, st remediate
 			}
 			acted = true
 			switch m["type"] {
+			case "Running":
+				running = fmt.Sprint(m["message"])
 			case "Succeeded":
 				e.say("  [%d] StorageVersionMigration %s succeeded", e.numbers[st.ID], name)
 				return true, writes, nil
 			case "Failed":
-				return false, writes, fmt.Errorf("StorageVersionMigration %s failed: %v", name, m["message"])
+				// Seen with kube-controller-manager v1.37 when its discovery still maps the
+				// resource to the version the CRD stopped serving: the controller gives up
+				// ("not retrying"). Writing the objects back does not depend on it.
+				failed = fmt.Sprint(m["message"])
+				break poll
 			}
 		}
 		limit := deadline
@@ -228,17 +238,24 @@ func (e *Executor) migrateWithSVM(ctx context.Context, cl *cluster, st remediate
 		case <-time.After(time.Second):
 		}
 	}
-	// Not acted on (no controller runs it) or too slow: take it away again.
+	// Failed, not acted on (no controller runs it) or too slow: take it away again.
 	uid := out.GetUID()
 	if err := h.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
-		return false, writes, fmt.Errorf("deleting StorageVersionMigration %s, which no controller acted on: %w", name, err)
+		return false, writes, fmt.Errorf("deleting StorageVersionMigration %s, which did not succeed: %w", name, err)
 	}
 	dw := writeOf(obj, "delete", out.GetResourceVersion(), nil)
 	writes = append(writes, dw)
 	if err := e.wrote(st, dw); err != nil {
 		return false, writes, err
 	}
-	e.say("  [%d] no controller acted on StorageVersionMigration %s within %s: deleted it; unstick writes the objects back itself", e.numbers[st.ID], name, svmWait)
+	switch {
+	case failed != "":
+		e.say("  [%d] StorageVersionMigration %s failed (%s): deleted it; unstick writes the objects back itself", e.numbers[st.ID], name, failed)
+	case running != "":
+		e.say("  [%d] StorageVersionMigration %s still running (%s) after %s: deleted it; unstick writes the objects back itself (a longer --verify-timeout leaves the migrator more time)", e.numbers[st.ID], name, running, svmWait+e.opts.VerifyTimeout)
+	default:
+		e.say("  [%d] no controller acted on StorageVersionMigration %s within %s: deleted it; unstick writes the objects back itself", e.numbers[st.ID], name, svmWait)
+	}
 	return false, writes, nil
 }
 

@@ -215,7 +215,8 @@ func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreIte
 		return fail("it exists again (uid %s, created after unstick deleted it); --force replaces it with the backup", live.GetUID())
 	case it.last.Op != "delete" && live == nil && !o.Force:
 		return fail("it was deleted after unstick wrote it; --force re-creates it from the backup")
-	case it.last.Op != "delete" && live != nil && live.GetResourceVersion() != it.last.After && !o.Force:
+	case it.last.Op != "delete" && live != nil && live.GetResourceVersion() != it.last.After && !o.Force &&
+		(it.last.AfterDigest == "" || contentDigest(live) != it.last.AfterDigest):
 		return fail("it changed after unstick wrote it (resourceVersion %s, unstick left %s); --force restores the backup over that change", live.GetResourceVersion(), it.last.After)
 	}
 	h, err := cl.handle(obj)
