@@ -353,7 +353,7 @@ func (pl *planner) patchImageStep(c *snapshot.Cluster, p *suc.Plan, obj Object, 
 		Verify:       fmt.Sprintf("the Plan's spec.%s.image reads %s", stage, shown),
 		Commands: []string{fmt.Sprintf(`%s -n %s patch plans.upgrade.cattle.io %s --type merge -p '{"spec":{"%s":{"image":"%s"}}}'`,
 			kubectl(c), p.Namespace, p.Name, stage, shown)},
-		Notes: []string{"The Plan's hash leaves images out: the controller keeps the old Jobs and node labels after this patch, hence the steps that follow it."},
+		Notes: []string{"The Plan's hash leaves images out: nodes labelled done for it are not run again, hence the steps that follow it (system-upgrade-controller v0.20.1 replaces an unfinished Job itself when the image changes; the Job step then finds it gone and writes nothing)."},
 		Image: &ImageChange{Stage: stage, From: from, To: to, Verified: verdict},
 	}
 	if verdict != "" {

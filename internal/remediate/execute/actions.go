@@ -285,6 +285,16 @@ func (e *Executor) delete(ctx context.Context, cl *cluster, st remediate.Step, d
 			now, gerr := h.Get(ctx, st.Target.Name, metav1.GetOptions{})
 			gone = apierrors.IsNotFound(gerr) || (gerr == nil && string(now.GetUID()) != st.Target.UID)
 		}
+		// Someone else deleted it first: the object with that UID gone, or being deleted (the
+		// system-upgrade-controller replaces a Job whose Plan's image changed, so the Job a
+		// realign step left behind is already on its way out). What the step wants happens
+		// without a write of ours; verify waits for it to be gone.
+		if !gone && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+			now, gerr := h.Get(ctx, st.Target.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(gerr) || (gerr == nil && (string(now.GetUID()) != st.Target.UID || now.GetDeletionTimestamp() != nil)) {
+				return nil, nil
+			}
+		}
 		if !gone {
 			return nil, e.writeError(st, st.Target, err)
 		}

@@ -635,6 +635,22 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 	}); err != nil {
 		return StatusFailed, err.Error(), err
 	}
+	// A Job the controller deleted or replaced first (the system-upgrade-controller replaces a
+	// Job whose Plan's image changed): what the step wants is done, with no write of ours.
+	if st.Action == remediate.DeleteJob {
+		u, err := cl.read(ctx, st.Target)
+		if err != nil {
+			return e.stop(st, err)
+		}
+		if u == nil || string(u.GetUID()) != st.Target.UID || u.GetDeletionTimestamp() != nil {
+			msg := "nothing written: the Job the plan read is already gone or being deleted (its controller replaced it)"
+			e.say("  [%d] applied: %s", n, msg)
+			if err := e.record(st, PhaseApplied, msg, nil); err != nil {
+				return StatusFailed, err.Error(), err
+			}
+			return e.verify(ctx, cl, st, v)
+		}
+	}
 	// backup, holding every object to the version the plan read
 	files, baseline, err := e.backup(ctx, cl, st)
 	if err != nil {

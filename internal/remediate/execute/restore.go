@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -271,8 +272,24 @@ func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreIte
 	}
 	clean.SetResourceVersion(live.GetResourceVersion())
 	clean.SetUID(types.UID(live.GetUID()))
-	if _, err := h.Update(ctx, clean, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-		return fail("updating it: %v", err)
+	for attempt := 0; ; attempt++ {
+		_, err := h.Update(ctx, clean, metav1.UpdateOptions{FieldManager: FieldManager})
+		if err == nil {
+			break
+		}
+		// With --force the backup goes over whatever changed; a controller writing the object
+		// (its status) between our read and our write is one more such change: read it again.
+		if !o.Force || !apierrors.IsConflict(err) || attempt >= 4 {
+			return fail("updating it: %v", err)
+		}
+		now, gerr := h.Get(ctx, e.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return fail("updating it: %v (reading it again: %v)", err, gerr)
+		}
+		if string(now.GetUID()) != string(clean.GetUID()) {
+			return fail("updating it: %v (it is a different object now)", err)
+		}
+		clean.SetResourceVersion(now.GetResourceVersion())
 	}
 	r.Status = Restored
 	return r
