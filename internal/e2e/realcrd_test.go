@@ -200,6 +200,7 @@ func (s scanResult) findingsOf(id string) []string {
 // KWOK stands in for the kubelets, and the test for the kubelet of the agent's pod (its log
 // and container status, see agentPod).
 func TestRealFleetAgentCRDRemoved(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	began := time.Now()
 	r := startRealFleet(t)
 	ctx := t.Context()

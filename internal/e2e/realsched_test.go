@@ -138,6 +138,7 @@ func (r *realFleet) fleetCluster(t *testing.T) *fleetv1.Cluster {
 // keeps running (issue 18): the real Fleet v0.16.0 controller, agentmanagement and agent, the
 // real kube-scheduler and kube-controller-manager v1.37; KWOK stands in for the kubelets.
 func TestRealSchedulerAgentPodUnschedulable(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	began := time.Now()
 	r := startRealFleet(t)
 	ctx := t.Context()

@@ -42,6 +42,7 @@ var planGVR = schema.GroupVersionResource{Group: "upgrade.cattle.io", Version: "
 //     cordon container runs, the upgrade container dies with exec format error, the Job fails
 //     and leaves the node cordoned.
 func TestRealSUC(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	start := time.Now()
 	ctx := t.Context()
 	reg := startFixRegistry(t)

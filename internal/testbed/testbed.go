@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
@@ -273,9 +274,19 @@ func (b *Bed) AddNode(ctx context.Context, n Node) error {
 		return fmt.Errorf("creating node %s: %w", n.Name, err)
 	}
 	// Status is a subresource: the create above drops it. KWOK's node-initialize stage fills in
-	// conditions and addresses, and keeps what is set here.
-	created.Status = node.Status
-	if _, err := b.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// conditions and addresses, and keeps what is set here. It may write the node first: then
+	// read it again and set ours over its (a 409 otherwise).
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		created.Status.Capacity, created.Status.Allocatable, created.Status.NodeInfo = capacity, capacity, node.Status.NodeInfo
+		_, err := b.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if cur, gerr := b.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); gerr == nil {
+				created = cur
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("setting the status of node %s: %w", n.Name, err)
 	}
 	return nil
