@@ -196,7 +196,9 @@ func TestRealSchedulerAgentPodUnschedulable(t *testing.T) {
 			}
 		}
 		return false
-	}, func() string { return podsLine(r.agentPods(t)) + "\n" + r.logs() + "\n" + r.mgmt.Logs("fleet-agentmanagement") })
+	}, func() string {
+		return podsLine(r.agentPods(t)) + "\n" + r.logs() + "\n" + r.mgmt.Logs("fleet-agentmanagement")
+	})
 	schedMsg := ""
 	for _, c := range pending.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
@@ -267,7 +269,9 @@ func TestRealSchedulerAgentPodUnschedulable(t *testing.T) {
 	waitUntil(t, "the agent rollout completes with the toleration", 3*time.Minute, func() bool {
 		d := r.agentDeploy(t)
 		return rolledOut(d, r.agentPods(t), newImage)
-	}, func() string { return podsLine(r.agentPods(t)) + "\n" + r.logs() + "\n" + r.mgmt.Logs("fleet-agentmanagement") })
+	}, func() string {
+		return podsLine(r.agentPods(t)) + "\n" + r.logs() + "\n" + r.mgmt.Logs("fleet-agentmanagement")
+	})
 	d := r.agentDeploy(t)
 	t.Logf("converged at %s: tolerations %+v; pods %s", time.Since(began).Round(time.Second), d.Spec.Template.Spec.Tolerations, podsLine(r.agentPods(t)))
 	// The old pod goes (KWOK plays its kubelet's stop) and the agent reports its bundle Ready.
