@@ -849,6 +849,7 @@ func matchFleetClusters(s *Snapshot) {
 // the one whose spec.clientID is the cluster's kube-system namespace UID (what the agent sends
 // when its config sets no clientID), or the one whose agent bundle (fleet-agent-<cluster>,
 // targeting that cluster by name) the cluster's agent installed as a Helm release.
+// Tested on bundles the real Fleet produced (registered_test.go).
 func registeredAs(s *Snapshot, c *Cluster) *fleetv1.Cluster {
 	if c.Role == Management && len(c.FleetClusters) > 0 {
 		return nil
@@ -870,7 +871,14 @@ func registeredAs(s *Snapshot, c *Cluster) *fleetv1.Cluster {
 			continue
 		}
 		for _, fc := range m.FleetClusters {
-			if uid != "" && fc.Spec.ClientID == uid {
+			// The clientID the agent registered with: the downstream kube-system UID (the
+			// agent's default), or the cluster's own name, as Fleet's docs suggest setting it.
+			if uid != "" && fc.Spec.ClientID == uid || fc.Spec.ClientID != "" && fc.Spec.ClientID == c.Name {
+				return fc
+			}
+			// agentmanagement names a cluster's agent bundle, and so the agent's own Helm
+			// release on it, fleet-agent-<Fleet Cluster> (a collected Bundle keeps no targets).
+			if releases["fleet-agent-"+fc.Name] {
 				return fc
 			}
 		}
