@@ -385,15 +385,7 @@ func readFile(t *testing.T, p string) string {
 // same root cause.
 func collectReal(t *testing.T, r *realFleet, name string, thresholds []string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
-	if os.Getenv("UNSTICK_COLLECT_REAL") != "" {
-		dir = filepath.Join("..", "..", "testdata", "scenarios", "real", name)
-		_ = os.RemoveAll(dir)
-		_ = os.MkdirAll(filepath.Dir(dir), 0o755)
-	}
-	if out, errOut, code := run(t, "collect", "--kubeconfig", r.kubeconfig, "--all-contexts", "--to", dir, "-q"); code != 0 {
-		t.Fatalf("collect exit %d\n%s%s", code, out, errOut)
-	}
+	dir := collectLive(t, r.kubeconfig, name)
 	now := time.Now().UTC().Add(16 * time.Minute).Truncate(time.Second).Format(time.RFC3339)
 	expect := fmt.Sprintf(`description: "Produced by the real controllers (internal/e2e/realfleet_test.go): Fleet v0.16.0 controller and agent, kube-controller-manager and kube-scheduler v1.37.2, KWOK v0.8.0 as the kubelets. A Fleet bundle's Helm upgrade interrupted by killing the agent, Fleet's own rollback-and-retry after its restart, the agent killed again mid-retry: the release left pending-upgrade."
 now: %q
@@ -414,4 +406,21 @@ forbid: [helm/release-failed, helm/no-deployed-release]
 	if s := parse(t, out, errOut); !s.has("helm/release-pending") {
 		t.Errorf("the collected bundle judged offline lacks helm/release-pending:\n%s", out)
 	}
+}
+
+// collectLive runs `unstick collect` of every context of kubeconfig into
+// testdata/scenarios/real/<name> when UNSTICK_COLLECT_REAL is set (to regenerate the committed
+// bundle), else into a temporary directory, and returns the directory.
+func collectLive(t *testing.T, kubeconfig, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if os.Getenv("UNSTICK_COLLECT_REAL") != "" {
+		dir = filepath.Join("..", "..", "testdata", "scenarios", "real", name)
+		_ = os.RemoveAll(dir)
+		_ = os.MkdirAll(filepath.Dir(dir), 0o755)
+	}
+	if out, errOut, code := run(t, "collect", "--kubeconfig", kubeconfig, "--all-contexts", "--to", dir, "-q"); code != 0 {
+		t.Fatalf("collect exit %d\n%s%s", code, out, errOut)
+	}
+	return dir
 }

@@ -341,15 +341,7 @@ func guidedCommand(t *testing.T, report, want string) string {
 // names the same root cause.
 func collectRealSched(t *testing.T, r *realFleet, name, variant, root string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
-	if os.Getenv("UNSTICK_COLLECT_REAL") != "" {
-		dir = filepath.Join("..", "..", "testdata", "scenarios", "real", name)
-		_ = os.RemoveAll(dir)
-		_ = os.MkdirAll(filepath.Dir(dir), 0o755)
-	}
-	if out, errOut, code := run(t, "collect", "--kubeconfig", r.kubeconfig, "--all-contexts", "--to", dir, "-q"); code != 0 {
-		t.Fatalf("collect exit %d\n%s%s", code, out, errOut)
-	}
+	dir := collectLive(t, r.kubeconfig, name)
 	now := time.Now().UTC().Add(20 * time.Minute).Truncate(time.Second).Format(time.RFC3339)
 	expect := fmt.Sprintf(`description: "Produced by the real controllers (internal/e2e/realsched_test.go): Fleet v0.16.0 controller, agentmanagement and agent, kube-controller-manager and kube-scheduler v1.37.2, KWOK v0.8.0 as the kubelets. The fleet-agent Deployment Fleet manages is upgraded to a new image after every node got the NoSchedule taint %s: the new pod stays Pending with the scheduler's message while the old one keeps running."
 now: %q
