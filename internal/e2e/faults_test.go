@@ -111,17 +111,27 @@ func faultScan(t *testing.T, kubeconfig string, timeout time.Duration) (scanResu
 		t.Errorf("scan with --timeout %s took %s", timeout, took)
 	}
 	switch code {
-	case 3, 0:
-		// 0: nothing found at or above --fail-on, which under heavy faults can be because
-		// the reads that would have shown it failed; callers check those are under errors.
+	case 3:
 		return parse(t, out, errOut), code
+	case 0, 4:
+		// Nothing found at or above --fail-on. Under faults that can be because the reads
+		// that would have shown it failed: then the verdict must be incomplete (exit 4, the
+		// failed reads under errors), never an all-clear.
+		r := parse(t, out, errOut)
+		if code == 0 && len(r.Errors) > 0 {
+			t.Errorf("exit 0 (an all-clear) with %d read errors: want exit 4", len(r.Errors))
+		}
+		if code == 4 && (len(r.Errors) == 0 || !strings.Contains(errOut, "not an all-clear")) {
+			t.Errorf("exit 4 with %d errors and stderr %q: want the failed reads named", len(r.Errors), errOut)
+		}
+		return r, code
 	case 1:
 		if strings.TrimSpace(errOut) == "" {
 			t.Errorf("exit 1 without a reason on stderr")
 		}
 		return scanResult{}, code
 	default:
-		t.Fatalf("scan exit %d (want 3 or 0 with a report, or 1 when no cluster could be read)\nstdout: %.2000s\nstderr: %.2000s", code, out, errOut)
+		t.Fatalf("scan exit %d (want 3, 4 or 0 with a report, or 1 when no cluster could be read)\nstdout: %.2000s\nstderr: %.2000s", code, out, errOut)
 	}
 	return scanResult{}, code
 }
