@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -80,15 +81,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "testbed: stopped %s\n", rest[0])
 		return nil
 	case "binaries":
-		a, e, err := testenv.Binaries(ctx)
+		all, err := binaries(ctx)
 		if err != nil {
 			return err
 		}
-		all, err := testenv.BuildAll(ctx, testenv.Components()...)
-		if err != nil {
-			return err
-		}
-		all["kube-apiserver"], all["etcd"] = a, e
 		names := make([]string, 0, len(all))
 		for n := range all {
 			names = append(names, n)
@@ -126,13 +122,9 @@ func start(ctx context.Context, dir string, fleet bool, stdout io.Writer) error 
 	if _, _, err := testenv.Binaries(ctx); err != nil {
 		return err
 	}
+	// One build makes KWOK, the system-upgrade-controller and Fleet (testenv.Controllers).
 	if _, err := testbed.Build(ctx); err != nil {
 		return err
-	}
-	if fleet {
-		if _, err := testenv.FleetComponent.Build(ctx); err != nil {
-			return err
-		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -248,4 +240,42 @@ func (r *runner) cleanup() {
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()
 	}
+}
+
+// binaries builds every program of the test bed (or finds it built): kube-apiserver and etcd
+// beside KWOK, SUC and Fleet, then kube-controller-manager and kube-scheduler, which reuse
+// most of kube-apiserver's compiled packages.
+func binaries(ctx context.Context) (map[string]string, error) {
+	var (
+		wg          sync.WaitGroup
+		ctrls       map[string]string
+		ctrlsErr    error
+		all         = map[string]string{}
+		apiserver   string
+		etcd        string
+		apiErr, err error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ctrls, ctrlsErr = testenv.Controllers.Build(ctx)
+	}()
+	apiserver, etcd, apiErr = testenv.Binaries(ctx)
+	var kube map[string]string
+	if apiErr == nil {
+		kube, err = testenv.KubeControllers.Build(ctx)
+	}
+	wg.Wait()
+	for _, e := range []error{apiErr, err, ctrlsErr} {
+		if e != nil {
+			return nil, e
+		}
+	}
+	for _, m := range []map[string]string{kube, ctrls} {
+		for k, v := range m {
+			all[k] = v
+		}
+	}
+	all["kube-apiserver"], all["etcd"] = apiserver, etcd
+	return all, nil
 }

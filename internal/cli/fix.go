@@ -320,12 +320,9 @@ func (o *fixOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// Nothing automatic left to do: what --apply could fix is fixed (manual incidents
-		// are listed above with their guided steps).
-		if rep.Verdict == report.VerdictIncomplete && !o.judge.allowIncomplete {
-			return &IncompleteError{Gaps: rep.Gaps()}
-		}
-		return nil
+		// Nothing automatic left to do, but incidents whose only steps are guided (listed
+		// above) are still open: the same exit as the printed plan.
+		return o.planExit(plan, rep)
 	}
 	if o.output != "json" {
 		if err := remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true}); err != nil {
@@ -353,7 +350,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 			return werr
 		}
 	} else if res != nil {
-		writeFixSummary(o.s.Out, res, dir, o.g.displayName)
+		writeFixSummary(o.s.Out, res, len(plan.Manual), dir, o.g.displayName)
 	}
 	if err != nil {
 		if execute.IsConflict(err) {
@@ -365,8 +362,9 @@ func (o *fixOptions) run(ctx context.Context) error {
 		}
 		return fmt.Errorf("fix stopped: %w (backups and journal in %s; rerun with --backup-dir %s to resume)", err, dir, dir)
 	}
-	if res.Open > 0 {
-		return &FindingsError{Count: res.Open, Severity: "open"}
+	// Incidents with guided steps only were not part of the run and are still open.
+	if n := res.Open + len(plan.Manual); n > 0 {
+		return &FindingsError{Count: n, Severity: "open"}
 	}
 	return nil
 }
@@ -381,8 +379,12 @@ func (o *fixOptions) applyHint() string {
 	return "Run again with --apply to execute: every step asks first (--yes does not), backs up what it touches, dry-runs, writes with a resourceVersion precondition and verifies."
 }
 
-func writeFixSummary(w io.Writer, res *execute.Result, dir, name string) {
-	fmt.Fprintf(w, "\nDone: %s fixed, %d open.\n", plural.Forms(res.Fixed, "incident", "incidents"), res.Open)
+func writeFixSummary(w io.Writer, res *execute.Result, manual int, dir, name string) {
+	guided := ""
+	if manual > 0 {
+		guided = fmt.Sprintf(" (%d of them with guided steps only, listed above)", manual)
+	}
+	fmt.Fprintf(w, "\nDone: %s fixed, %d open%s.\n", plural.Forms(res.Fixed, "incident", "incidents"), res.Open+manual, guided)
 	var remaining []execute.Outcome
 	for _, oc := range res.Outcomes {
 		switch oc.Status {

@@ -265,7 +265,15 @@ spec:
 	out, errOut, code = run(t, append([]string{"fix", "--apply", "--yes", "--max-risk", "medium", "--backup-dir", dir + "/medium",
 		"--image=system-upgrade/k3s-missing:upgrade=" + mirror, "--image=system-upgrade/os-patch:upgrade=" + multi}, judge...)...)
 	t.Logf("fix (medium): exit %d\n%s\n%s", code, out, errOut)
-	if code != 0 {
+	// Every automatic step is taken and verified; an incident with guided steps only (the
+	// os-patch Plan's own suc/plan-stuck, which the controller clears once it converges) is
+	// still open when fix ends, so the exit is 3 then, as the printed plan's.
+	switch {
+	case !strings.Contains(out, "Done: 2 incidents fixed"), strings.Contains(out, "Remaining:"):
+		t.Errorf("fix at medium: exit %d, not every automatic step verified", code)
+	case code == 3 && !strings.Contains(out, "with guided steps only"):
+		t.Errorf("fix at medium: exit 3 with no incident left open")
+	case code != 0 && code != 3:
 		t.Errorf("fix at medium: exit %d", code)
 	}
 
@@ -295,15 +303,28 @@ spec:
 		return len(why) == 0, strings.Join(why, "; ")
 	})
 	logWritten("converged")
+	// What KWOK does not play (the stand-in, said here): a k3s upgrade Job replaces k3s and
+	// the node's kubelet comes back at the Plan's version. Without it worker-a1 would keep
+	// the version it started with under a label saying the Plan is applied, which unstick
+	// rightly reports as suc/node-label-blocks-rerun.
+	if n, err := bed.Client.CoreV1().Nodes().Get(ctx, planNode["k3s-missing"], metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else {
+		n.Status.NodeInfo.KubeletVersion = "v1.33.6+k3s1"
+		if _, err := bed.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r = scan()
 	for _, k := range r.keys() {
-		if strings.HasPrefix(k, "suc/image-") || strings.HasPrefix(k, "suc/node-left-cordoned") || strings.HasPrefix(k, "suc/plan-stuck") {
+		if strings.HasPrefix(k, "suc/") {
 			t.Errorf("after the fix the scan still reports %s", k)
 		}
 	}
 	collect("suc-image-fixed-healthy", "The same bed after unstick fix --max-risk medium --image ...: both Plans Complete, nodes labelled\n"+
-		"and schedulable.",
-		"forbid: [suc/image-missing, suc/image-arch, suc/node-left-cordoned, suc/plan-stuck, suc/job-deadline]\n")
+		"and schedulable, worker-a1's kubelet at the k3s Plan's version (set by the test: KWOK does not\n"+
+		"restart a kubelet).",
+		"forbid: [suc/image-missing, suc/image-arch, suc/node-left-cordoned, suc/plan-stuck, suc/job-deadline, suc/node-label-blocks-rerun]\n")
 
 	// restore puts back what fix wrote at medium: the Plans' images and worker-r1's cordon
 	// (the fix at low wrote nothing). The controller has written the Plans' status and the nodes

@@ -61,7 +61,7 @@ func FleetScheme() *runtime.Scheme {
 func StartFleet(t T, mgmt *Bed) *Fleet {
 	t.Helper()
 	ctx := t.Context()
-	bins, err := testenv.BuildAll(ctx, testenv.FleetComponent, testenv.KubeControllers)
+	bins, err := testenv.BuildAll(ctx, testenv.Controllers, testenv.KubeControllers)
 	if err != nil {
 		t.Fatalf("testbed: %v", err)
 	}

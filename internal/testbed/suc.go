@@ -224,7 +224,7 @@ func (s *SUC) Log() string { return s.proc.Log() }
 // BuildSUC returns the controller's program, built once per machine (testenv's component
 // builder, which puts back its nested pkg/apis module).
 func BuildSUC(ctx context.Context) (string, error) {
-	bins, err := testenv.SystemUpgradeController.Build(ctx)
+	bins, err := testenv.Controllers.Build(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -114,7 +114,7 @@ func EnvOptions(name string) []testenv.Option {
 
 // Build builds (once per machine) the programs Start runs and returns them by name.
 func Build(ctx context.Context) (map[string]string, error) {
-	return testenv.BuildAll(ctx, testenv.KubeControllers, testenv.KWOK)
+	return testenv.BuildAll(ctx, testenv.KubeControllers, testenv.Controllers)
 }
 
 // StartOn runs the controllers and KWOK against a running API server (a test's, or one

@@ -1,41 +1,58 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// A Component is a program of the test bed (internal/testbed) built from the Go module proxy
-// at a pinned version, like kube-apiserver: once per machine, into the user cache directory,
-// under a file lock so parallel test processes wait instead of building twice.
+// A Component is one or more programs of the test bed (internal/testbed) built from the Go
+// module proxy at pinned versions, like kube-apiserver: once per machine, into the user cache
+// directory, under a file lock so parallel test processes wait instead of building twice.
+//
+// A component is one go build. Programs that share most of their dependencies are one
+// component, so those packages compile once: on a fresh 2-core machine compiling is what
+// the test suite spends most of its first run on.
 type Component struct {
 	// Name names the cache directory (<Name>-<Version>) and the build's log lines.
 	Name    string
-	Module  string
 	Version string
-	// Pkgs are the packages to build: "./cmd/x" relative to the module's root, or, for a
-	// Kubernetes component, full import paths in k8s.io/kubernetes.
+	// Kubernetes components build commands of k8s.io/kubernetes (Pkgs, full import paths,
+	// installing Bins) from the throwaway module of kube-apiserver and etcd, with the same
+	// requirements, so every package they share with those two is already compiled.
+	Kubernetes bool
+	Pkgs       []string
+	Bins       []string
+	// Modules are the released modules whose commands the component builds together, in one
+	// throwaway module that requires each at its release with the union of their replace
+	// directives (see buildModules).
+	Modules []Module
+}
+
+// A Module is a released module of the test bed whose commands are built.
+type Module struct {
+	Path    string
+	Version string
+	// Pkgs are the commands to build: "./cmd/x" relative to the module's root, or ".".
 	Pkgs []string
 	// Bins are the names of the programs the build installs, one per package.
 	Bins []string
-	// Kubernetes components build from the throwaway module of kube-apiserver (KubernetesVersion,
-	// with Kubernetes' ./staging replaces pointed at the published staging modules). Others
-	// build as their own main module, with their own go.mod, replaces and go.sum, as their
-	// release builds do.
-	Kubernetes bool
 	// VersionVars are the variables the project's release build stamps with its version.
 	VersionVars []string
 	// Nested are directories of the module that are modules of their own, which its go.mod
 	// replaces with the directory (github.com/rancher/fleet/pkg/apis => ./pkg/apis). The
-	// module proxy's zip of the outer module leaves them out, so the build puts in each the
-	// nested module at the same release: its own tag, or else the pseudo-version of the
-	// outer tag's commit.
+	// module proxy's zip of the outer module leaves them out, so the build requires each
+	// nested module at the same release instead: its own tag, or else the pseudo-version of
+	// the outer tag's commit.
 	Nested []string
 }
 
@@ -44,28 +61,48 @@ const (
 	KWOKVersion = "v0.8.0"
 )
 
-// The test bed's programs. kube-controller-manager and kube-scheduler come from the same release
-// as kube-apiserver; the system-upgrade-controller and Fleet from the versions whose CRDs
-// the environment serves (SUCVersion, FleetVersion).
+// The released modules of the test bed besides Kubernetes: the system-upgrade-controller and
+// Fleet at the versions whose CRDs the environment serves (SUCVersion, FleetVersion).
 var (
-	// One go build makes both: they share most of their packages, which two concurrent
-	// builds would each compile.
-	KubeControllers = Component{Name: "kube-controllers", Module: kubernetesModule, Version: KubernetesVersion,
-		Pkgs: []string{"k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"},
-		Bins: []string{"kube-controller-manager", "kube-scheduler"}, Kubernetes: true}
-	KWOK = Component{Name: "kwok", Module: "sigs.k8s.io/kwok", Version: KWOKVersion,
+	KWOK = Module{Path: "sigs.k8s.io/kwok", Version: KWOKVersion,
 		Pkgs: []string{"./cmd/kwok"}, Bins: []string{"kwok"}} // its version is a constant
-	SystemUpgradeController = Component{Name: "system-upgrade-controller", Module: SUCModule, Version: SUCVersion,
+	SystemUpgradeController = Module{Path: SUCModule, Version: SUCVersion,
 		Pkgs: []string{"."}, Bins: []string{"system-upgrade-controller"},
 		VersionVars: []string{SUCModule + "/pkg/version.Version"}, Nested: []string{"pkg/apis"}}
-	FleetComponent = Component{Name: "fleet", Module: FleetModule, Version: FleetVersion,
+	Fleet = Module{Path: FleetModule, Version: FleetVersion,
 		Pkgs: []string{"./cmd/fleetcontroller", "./cmd/fleetagent"}, Bins: []string{"fleetcontroller", "fleetagent"},
 		VersionVars: []string{FleetModule + "/pkg/version.Version"}, Nested: []string{"pkg/apis"}}
 )
 
-// Components lists every program of the test bed, for `hack/testbed.sh binaries`.
+// The test bed's components.
+var (
+	// kube-controller-manager and kube-scheduler, from the same release as kube-apiserver.
+	KubeControllers = Component{Name: "kube-controllers", Version: KubernetesVersion, Kubernetes: true,
+		Pkgs: []string{"k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"},
+		Bins: []string{"kube-controller-manager", "kube-scheduler"}}
+	// KWOK, the system-upgrade-controller and Fleet are all built on Kubernetes 1.36's
+	// client libraries, with controller-runtime and wrangler: built together, those compile
+	// once instead of three times.
+	Controllers = Component{Name: "controllers",
+		Version: "kwok-" + KWOK.Version + "-suc-" + SystemUpgradeController.Version + "-fleet-" + Fleet.Version,
+		Modules: []Module{KWOK, SystemUpgradeController, Fleet}}
+)
+
+// Components lists every component of the test bed, for `hack/testbed.sh binaries`.
 func Components() []Component {
-	return []Component{KubeControllers, KWOK, SystemUpgradeController, FleetComponent}
+	return []Component{KubeControllers, Controllers}
+}
+
+// bins are the names of every program the component installs.
+func (c Component) bins() []string {
+	if c.Kubernetes {
+		return c.Bins
+	}
+	var out []string
+	for _, m := range c.Modules {
+		out = append(out, m.Bins...)
+	}
+	return out
 }
 
 var (
@@ -102,6 +139,13 @@ func (c Component) Build(ctx context.Context) (map[string]string, error) {
 	}
 	if p, ok := c.installed(dir); ok {
 		return c.remember(p), nil
+	}
+	if c.Kubernetes {
+		// kube-apiserver's build first: this one reuses most of its compiled packages, and
+		// built side by side the two would compile them twice.
+		if _, _, err := Binaries(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("testenv: creating cache directory: %w", err)
@@ -169,7 +213,7 @@ func (c Component) remember(p map[string]string) map[string]string {
 
 func (c Component) paths(dir string) (map[string]string, bool) {
 	p := map[string]string{}
-	for _, b := range c.Bins {
+	for _, b := range c.bins() {
 		f := filepath.Join(dir, b+exeSuffix())
 		if !isExecutable(f) {
 			return nil, false
@@ -192,8 +236,10 @@ func (c Component) ldflags() string {
 	}
 	var b strings.Builder
 	b.WriteString("-s -w")
-	for _, v := range c.VersionVars {
-		fmt.Fprintf(&b, " -X %s=%s", v, c.Version)
+	for _, m := range c.Modules {
+		for _, v := range m.VersionVars {
+			fmt.Fprintf(&b, " -X %s=%s", v, m.Version)
+		}
 	}
 	return b.String()
 }
@@ -201,45 +247,33 @@ func (c Component) ldflags() string {
 func (c Component) build(ctx context.Context, dir string) error {
 	start := time.Now()
 	logf("building %s %s into %s from the Go module proxy (first use only; minutes with cold Go caches)", c.Name, c.Version, dir)
-	var (
-		run     func(args ...string) ([]byte, error)
-		work    string
-		cleanup func()
-		err     error
-	)
-	pkgs := c.Pkgs
+	run, work, cleanup, err := c.buildModule(ctx, dir, start)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	var get, pkgs []string
 	if c.Kubernetes {
-		run, work, cleanup, err = newBuildModule(ctx, dir, start)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		get := []string{"get"}
+		// The same requirements as kube-apiserver's build (build), so that the module graph,
+		// and with it every shared package's build, is the same: etcd's server module
+		// raises some of Kubernetes' own requirements (go-logr, which nearly every package
+		// imports), and without it here nearly everything would compile again.
+		get = []string{apiserverPkg + "@" + KubernetesVersion, etcdModule + "@" + EtcdVersion}
 		for _, p := range c.Pkgs {
-			get = append(get, p+"@"+c.Version)
+			get = append(get, p+"@"+KubernetesVersion)
 		}
-		if _, err := run(get...); err != nil {
-			return fmt.Errorf("testenv: resolving modules for %s: %w", c.Name, err)
-		}
+		pkgs = c.Pkgs
 	} else {
-		goBin, err := goTool()
-		if err != nil {
-			return err
+		for _, m := range c.Modules {
+			for _, p := range m.Pkgs {
+				pkg := m.Path + strings.TrimPrefix(p, ".")
+				get = append(get, pkg+"@"+m.Version)
+				pkgs = append(pkgs, pkg)
+			}
 		}
-		work, err = os.MkdirTemp(filepath.Dir(dir), "build-")
-		if err != nil {
-			return fmt.Errorf("testenv: creating build directory: %w", err)
-		}
-		defer os.RemoveAll(work)
-		src, err := c.sourceTree(ctx, goBin, work, start)
-		if err != nil {
-			return err
-		}
-		// The module builds as its own main module, with its go.sum as released:
-		// -mod=readonly never changes it.
-		run = func(args ...string) ([]byte, error) {
-			return runGoIn(ctx, goBin, src, start, "-mod=readonly", args...)
-		}
+	}
+	if _, err := run(append([]string{"get"}, get...)...); err != nil {
+		return fmt.Errorf("testenv: resolving modules for %s: %w", c.Name, err)
 	}
 	outDir := filepath.Join(work, "out")
 	if err := os.Mkdir(outDir, 0o755); err != nil {
@@ -252,31 +286,187 @@ func (c Component) build(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("testenv: %w", err)
 	}
-	for _, b := range c.Bins {
+	for _, b := range c.bins() {
 		if err := os.Rename(filepath.Join(outDir, b+exeSuffix()), filepath.Join(dir, b+exeSuffix())); err != nil {
 			return fmt.Errorf("testenv: installing %s: %w", b, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, stampFile), []byte(c.Module+" "+c.Version+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, stampFile), []byte(c.Name+" "+c.Version+"\n"), 0o644); err != nil {
 		return fmt.Errorf("testenv: %w", err)
 	}
 	logf("built %s in %s", c.Name, time.Since(start).Round(time.Second))
 	return nil
 }
 
-// SourceDir returns the component's released source tree in the Go module cache (downloading
-// it through the module proxy if needed), for the files a test bed reads from it: KWOK's
-// default stages, Fleet's charts.
-func (c Component) SourceDir(ctx context.Context) (string, error) {
-	dirs, err := moduleDirs(ctx, c.Module+"@"+c.Version)
+// buildModule makes the throwaway build module of the component next to dir.
+func (c Component) buildModule(ctx context.Context, dir string, start time.Time) (run func(args ...string) ([]byte, error), work string, cleanup func(), err error) {
+	if c.Kubernetes {
+		return newBuildModule(ctx, dir, start)
+	}
+	goBin, err := goTool()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	work, err = os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("testenv: creating build directory: %w", err)
+	}
+	cleanup = func() { _ = os.RemoveAll(work) }
+	run = func(args ...string) ([]byte, error) {
+		return runGo(ctx, goBin, work, start, args...)
+	}
+	gomod, err := modulesGoMod(ctx, goBin, work, start, c.Name, c.Modules)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(work, "go.mod"), gomod, 0o644)
+	}
+	if err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return run, work, cleanup, nil
+}
+
+// modulesGoMod writes the go.mod of a throwaway module requiring each module at its release,
+// with the union of their replace directives (the higher version where two replace the same
+// module with different versions of it) and each nested module at the same release. Where
+// their requirements differ, the Go module system takes the higher, as it does for any
+// module with several dependencies.
+func modulesGoMod(ctx context.Context, goBin, work string, start time.Time, name string, mods []Module) ([]byte, error) {
+	type target struct{ path, version, from string }
+	replace := map[string]target{}
+	add := func(old string, t target) error {
+		prev, ok := replace[old]
+		if !ok {
+			replace[old] = t
+			return nil
+		}
+		if prev.path != t.path {
+			return fmt.Errorf("testenv: %s replaces %s with %s, %s with %s: they cannot be built together", prev.from, old, prev.path, t.from, t.path)
+		}
+		switch cmp, ok := compareVersions(prev.version, t.version); {
+		case !ok:
+			return fmt.Errorf("testenv: %s replaces %s with %s, %s with %s: they cannot be built together", prev.from, old, prev.version, t.from, t.version)
+		case cmp < 0:
+			replace[old] = t
+		}
+		return nil
+	}
+	for _, m := range mods {
+		outer, err := download(ctx, goBin, work, start, m.Path+"@"+m.Version)
+		if err != nil {
+			return nil, err
+		}
+		out, err := runGo(ctx, goBin, work, start, "mod", "edit", "-json", outer.GoMod)
+		if err != nil {
+			return nil, fmt.Errorf("testenv: reading %s: %w", outer.GoMod, err)
+		}
+		var gm struct {
+			Replace []struct {
+				Old, New struct{ Path, Version string }
+			}
+		}
+		if err := json.Unmarshal(out, &gm); err != nil {
+			return nil, fmt.Errorf("testenv: reading %s: %w", outer.GoMod, err)
+		}
+		for _, r := range gm.Replace {
+			if strings.HasPrefix(r.New.Path, ".") {
+				if !slices.Contains(m.Nested, strings.TrimPrefix(r.New.Path, "./")) {
+					return nil, fmt.Errorf("testenv: %s@%s replaces %s with the directory %s, which its module zip leaves out; list it under Nested", m.Path, m.Version, r.Old.Path, r.New.Path)
+				}
+				continue
+			}
+			if err := add(r.Old.Path, target{r.New.Path, r.New.Version, m.Path}); err != nil {
+				return nil, err
+			}
+		}
+		for _, n := range m.Nested {
+			nested := m.Path + "/" + n
+			v := m.Version
+			if _, err := download(ctx, goBin, work, start, nested+"@"+v); err != nil {
+				pseudo, perr := pseudoVersion(outer.Info)
+				if perr != nil {
+					return nil, fmt.Errorf("%w (and no pseudo-version for %s@%s: %v)", err, m.Path, m.Version, perr)
+				}
+				if _, err := download(ctx, goBin, work, start, nested+"@"+pseudo); err != nil {
+					return nil, err
+				}
+				v = pseudo
+			}
+			if err := add(nested, target{nested, v, m.Path}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Throwaway module written by unstick's internal/testenv to build %s.\n", name)
+	b.WriteString("module unstick.invalid/testbed-build\n\ngo 1.26.0\n\nrequire (\n")
+	for _, m := range mods {
+		fmt.Fprintf(&b, "\t%s %s\n", m.Path, m.Version)
+	}
+	b.WriteString(")\n\nreplace (\n")
+	olds := make([]string, 0, len(replace))
+	for o := range replace {
+		olds = append(olds, o)
+	}
+	sort.Strings(olds)
+	for _, o := range olds {
+		t := replace[o]
+		fmt.Fprintf(&b, "\t%s => %s %s\n", o, t.path, t.version)
+	}
+	b.WriteString(")\n")
+	return b.Bytes(), nil
+}
+
+// compareVersions orders two release versions vMAJOR.MINOR.PATCH; ok is false for anything
+// else (pre-releases, pseudo-versions), which a build of several modules does not guess at.
+func compareVersions(a, b string) (cmp int, ok bool) {
+	parse := func(v string) ([3]int, bool) {
+		var n [3]int
+		parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
+		if !strings.HasPrefix(v, "v") || len(parts) != 3 {
+			return n, false
+		}
+		for i, p := range parts {
+			x, err := strconv.Atoi(p)
+			if err != nil || x < 0 {
+				return n, false
+			}
+			n[i] = x
+		}
+		return n, true
+	}
+	if a == b {
+		return 0, true
+	}
+	x, okA := parse(a)
+	y, okB := parse(b)
+	if !okA || !okB {
+		return 0, false
+	}
+	for i := range x {
+		if x[i] != y[i] {
+			if x[i] < y[i] {
+				return -1, true
+			}
+			return 1, true
+		}
+	}
+	return 0, true
+}
+
+// SourceDir returns the module's released source tree in the Go module cache (downloading it
+// through the module proxy if needed), for the files a test bed reads from it: KWOK's default
+// stages, Fleet's charts.
+func (m Module) SourceDir(ctx context.Context) (string, error) {
+	dirs, err := moduleDirs(ctx, m.Path+"@"+m.Version)
 	if err != nil {
 		return "", err
 	}
-	return dirs[c.Module], nil
+	return dirs[m.Path], nil
 }
 
 type downloaded struct {
-	Dir, Error, Info string
+	Dir, GoMod, Error, Info string
 }
 
 func download(ctx context.Context, goBin, work string, start time.Time, modVersion string) (downloaded, error) {
@@ -286,43 +476,6 @@ func download(ctx context.Context, goBin, work string, start time.Time, modVersi
 		return d, fmt.Errorf("testenv: downloading %s: %v %s", modVersion, err, d.Error)
 	}
 	return d, nil
-}
-
-// sourceTree copies the released module into work/src, with its nested modules put in, and
-// returns that directory.
-func (c Component) sourceTree(ctx context.Context, goBin, work string, start time.Time) (string, error) {
-	outer, err := download(ctx, goBin, work, start, c.Module+"@"+c.Version)
-	if err != nil {
-		return "", err
-	}
-	src := filepath.Join(work, "src")
-	if len(c.Nested) == 0 {
-		return outer.Dir, nil // built in place: nothing to add
-	}
-	if err := copyTree(outer.Dir, src); err != nil {
-		return "", fmt.Errorf("testenv: copying %s: %w", c.Module, err)
-	}
-	for _, n := range c.Nested {
-		nested := c.Module + "/" + n
-		d, err := download(ctx, goBin, work, start, nested+"@"+c.Version)
-		if err != nil {
-			pseudo, perr := pseudoVersion(outer.Info)
-			if perr != nil {
-				return "", fmt.Errorf("%w (and no pseudo-version for %s@%s: %v)", err, c.Module, c.Version, perr)
-			}
-			if d, err = download(ctx, goBin, work, start, nested+"@"+pseudo); err != nil {
-				return "", err
-			}
-		}
-		dst := filepath.Join(src, filepath.FromSlash(n))
-		if err := os.RemoveAll(dst); err != nil {
-			return "", err
-		}
-		if err := copyTree(d.Dir, dst); err != nil {
-			return "", fmt.Errorf("testenv: copying %s: %w", nested, err)
-		}
-	}
-	return src, nil
 }
 
 // pseudoVersion is the pseudo-version of the commit a release tag points at, from the
@@ -343,30 +496,4 @@ func pseudoVersion(infoFile string) (string, error) {
 		return "", fmt.Errorf("%s records no time or commit", infoFile)
 	}
 	return "v0.0.0-" + info.Time.UTC().Format("20060102150405") + "-" + info.Origin.Hash[:12], nil
-}
-
-// copyTree copies the regular files under from (a read-only module cache directory) to to,
-// writable.
-func copyTree(from, to string) error {
-	return filepath.WalkDir(from, func(p string, e os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(from, p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(to, rel)
-		if e.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		if !e.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -636,24 +637,33 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		return StatusFailed, err.Error(), err
 	}
 	// A Job the controller deleted or replaced first (the system-upgrade-controller replaces a
-	// Job whose Plan's image changed): what the step wants is done, with no write of ours.
-	if st.Action == remediate.DeleteJob {
+	// Job whose Plan's image changed, which the step before may just have done): what the
+	// step wants is done, with no write of ours. The controller may get there at any moment,
+	// so a conflict on the Job later in the step is checked against the same.
+	jobReplaced := func() bool {
+		if st.Action != remediate.DeleteJob {
+			return false
+		}
 		u, err := cl.read(ctx, st.Target)
-		if err != nil {
-			return e.stop(st, err)
+		return err == nil && (u == nil || string(u.GetUID()) != st.Target.UID || u.GetDeletionTimestamp() != nil)
+	}
+	replacedDone := func() (string, string, error) {
+		msg := "nothing written: the Job the plan read is already gone or being deleted (its controller replaced it)"
+		e.say("  [%d] applied: %s", n, msg)
+		if err := e.record(st, PhaseApplied, msg, nil); err != nil {
+			return StatusFailed, err.Error(), err
 		}
-		if u == nil || string(u.GetUID()) != st.Target.UID || u.GetDeletionTimestamp() != nil {
-			msg := "nothing written: the Job the plan read is already gone or being deleted (its controller replaced it)"
-			e.say("  [%d] applied: %s", n, msg)
-			if err := e.record(st, PhaseApplied, msg, nil); err != nil {
-				return StatusFailed, err.Error(), err
-			}
-			return e.verify(ctx, cl, st, v)
-		}
+		return e.verify(ctx, cl, st, v)
+	}
+	if jobReplaced() {
+		return replacedDone()
 	}
 	// backup, holding every object to the version the plan read
 	files, baseline, err := e.backup(ctx, cl, st)
 	if err != nil {
+		if IsConflict(err) && jobReplaced() {
+			return replacedDone()
+		}
 		return e.stop(st, err)
 	}
 	v.baseline = baseline
@@ -662,6 +672,9 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 	}
 	// server-side dry-run
 	if _, err := e.write(ctx, cl, st, true, v); err != nil {
+		if (IsConflict(err) || apierrors.IsNotFound(err)) && jobReplaced() {
+			return replacedDone()
+		}
 		return e.stop(st, err)
 	}
 	if err := e.record(st, PhaseDryRun, "the API server accepted the change (dryRun=All)", nil); err != nil {
@@ -693,6 +706,8 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 		}
 		if len(writes) > 0 {
 			_ = e.record(st, PhaseFailed, "interrupted after "+describeWrites(writes)+": "+err.Error(), func(en *Entry) { en.Writes = writes })
+		} else if (IsConflict(err) || apierrors.IsNotFound(err)) && jobReplaced() {
+			return replacedDone()
 		}
 		return e.stop(st, err)
 	}
