@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,9 +22,9 @@ import (
 )
 
 const usage = `usage:
-  testbed start DIR [--fleet]   start the test bed in the background; writes DIR/kubeconfig
-  testbed stop DIR              stop it and remove what start wrote
-  testbed binaries              build (if needed) every program of the test bed and print their paths
+  testbed start DIR [--fleet] [--suc]   start the test bed in the background; writes DIR/kubeconfig
+  testbed stop DIR                      stop it and remove what start wrote
+  testbed binaries                      build (if needed) every program of the test bed and print their paths
 
 The test bed is a real kube-apiserver and etcd (with the Fleet, SUC, Rancher and CAPI CRDs),
 kube-controller-manager and kube-scheduler of the same release, and KWOK playing three
@@ -33,7 +34,13 @@ logs to DIR/<program>.log.
 --fleet also runs the real Fleet controller (with its agent management) on it, a second test
 bed as a downstream cluster in DIR/downstream (context "downstream", nodes down-1 and
 down-arm-1) and the real Fleet agent registered from there through a ClusterRegistrationToken:
-KUBECONFIG=DIR/kubeconfig:DIR/downstream/kubeconfig reaches both.`
+KUBECONFIG=DIR/kubeconfig:DIR/downstream/kubeconfig reaches both.
+
+--suc also runs the real system-upgrade-controller, deployed as its v0.20.1 manifest deploys
+it (namespace system-upgrade, ConfigMap default-controller-env, kubectl image
+rancher/kubectl:v1.30.3). KWOK's default stages run every Job's pods to completion, so a Plan
+applied to the bed goes Complete and its nodes are labelled; failing pulls and wrong
+architectures are played by TestRealSUC's stages (go test ./internal/e2e -run TestRealSUC -v).`
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -49,6 +56,45 @@ func main() {
 
 type usageError string
 
+// options are start's: the directory and what runs besides the bed.
+type options struct {
+	dir        string
+	fleet, suc bool
+}
+
+func (o options) flags() []string {
+	var f []string
+	if o.fleet {
+		f = append(f, "--fleet")
+	}
+	if o.suc {
+		f = append(f, "--suc")
+	}
+	return f
+}
+
+func parseStart(cmd string, args []string) (options, error) {
+	var o options
+	for _, a := range args {
+		switch {
+		case a == "--fleet":
+			o.fleet = true
+		case a == "--suc":
+			o.suc = true
+		case strings.HasPrefix(a, "-"):
+			return o, usageError(fmt.Sprintf("%s: unknown flag %s (it takes DIR [--fleet] [--suc])", cmd, a))
+		case o.dir != "":
+			return o, usageError(fmt.Sprintf("%s takes one DIR, got %q and %q", cmd, o.dir, a))
+		default:
+			o.dir = a
+		}
+	}
+	if o.dir == "" {
+		return o, usageError(cmd + " takes DIR [--fleet] [--suc]")
+	}
+	return o, nil
+}
+
 func (u usageError) Error() string { return string(u) }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -58,16 +104,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	switch cmd, rest := args[0], args[1:]; cmd {
-	case "start":
-		if len(rest) < 1 || len(rest) > 2 || (len(rest) == 2 && rest[1] != "--fleet") {
-			return usageError("start takes DIR [--fleet]")
+	case "start", "serve": // serve is the background half of start
+		o, err := parseStart(cmd, rest)
+		if err != nil {
+			return err
 		}
-		return start(ctx, rest[0], len(rest) == 2, stdout)
-	case "serve": // the background half of start
-		if len(rest) < 1 || len(rest) > 2 {
-			return usageError("serve takes DIR [--fleet]")
+		if cmd == "serve" {
+			return serve(ctx, o)
 		}
-		return serve(ctx, rest[0], len(rest) == 2)
+		return start(ctx, o, stdout)
 	case "stop":
 		if len(rest) != 1 {
 			return usageError("stop takes DIR")
@@ -77,6 +122,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		for _, f := range []string{"kube-controller-manager.log", "kube-scheduler.log", "kwok.log", "kwok.yaml"} {
 			_ = os.Remove(filepath.Join(rest[0], f))
+		}
+		sucLogs, _ := filepath.Glob(filepath.Join(rest[0], "system-upgrade-controller-*.log"))
+		for _, f := range sucLogs {
+			_ = os.Remove(f)
 		}
 		fmt.Fprintf(stdout, "testbed: stopped %s\n", rest[0])
 		return nil
@@ -111,8 +160,8 @@ var nodes = []testbed.Node{
 
 // start builds the programs in the foreground (the slow part, with progress), then runs serve
 // detached in its own session and returns once it reports ready.
-func start(ctx context.Context, dir string, fleet bool, stdout io.Writer) error {
-	dir, err := filepath.Abs(dir)
+func start(ctx context.Context, o options, stdout io.Writer) error {
+	dir, err := filepath.Abs(o.dir)
 	if err != nil {
 		return err
 	}
@@ -123,16 +172,13 @@ func start(ctx context.Context, dir string, fleet bool, stdout io.Writer) error 
 		return err
 	}
 	// One build makes KWOK, the system-upgrade-controller and Fleet (testenv.Controllers).
-	if _, err := testbed.Build(ctx); err != nil {
+	if _, err := binaries(ctx); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	args := []string{"serve", dir}
-	if fleet {
-		args = append(args, "--fleet")
-	}
+	args := append([]string{"serve", dir}, o.flags()...)
 	pid, took, err := testenv.Detach(ctx, dir, filepath.Join(dir, "testbed.log"), args, 6*time.Minute, func() bool {
 		_, err := os.Stat(filepath.Join(dir, bedReady))
 		return err == nil
@@ -143,7 +189,10 @@ func start(ctx context.Context, dir string, fleet bool, stdout io.Writer) error 
 	url, _ := testenv.Ready(dir)
 	fmt.Fprintf(stdout, "testbed: kube-apiserver %s at %s with kube-controller-manager, kube-scheduler and KWOK nodes cp-1, worker-1, worker-arm-1, ready in %s (pid %d)\n",
 		testenv.KubernetesVersion, url, took.Round(100*time.Millisecond), pid)
-	if fleet {
+	if o.suc {
+		fmt.Fprintf(stdout, "testbed: system-upgrade-controller %s in namespace system-upgrade (log: %s/system-upgrade-controller-1.log)\n", testenv.SUCVersion, dir)
+	}
+	if o.fleet {
 		fmt.Fprintf(stdout, "testbed: Fleet controller on %s, agent registered from the downstream test bed in %s\n", filepath.Base(dir), filepath.Join(dir, "downstream"))
 		fmt.Fprintf(stdout, "export KUBECONFIG=%s:%s\n", filepath.Join(dir, testenv.Kubeconfig), filepath.Join(dir, "downstream", testenv.Kubeconfig))
 	} else {
@@ -157,7 +206,8 @@ func start(ctx context.Context, dir string, fleet bool, stdout io.Writer) error 
 const bedReady = "testbed.ready"
 
 // serve runs the test bed until it is signalled.
-func serve(ctx context.Context, dir string, fleet bool) (err error) {
+func serve(ctx context.Context, o options) (err error) {
+	dir := o.dir
 	began := time.Now()
 	_ = os.Remove(filepath.Join(dir, bedReady))
 	r := &runner{ctx: ctx, dir: dir}
@@ -175,7 +225,11 @@ func serve(ctx context.Context, dir string, fleet bool) (err error) {
 	if err != nil {
 		return err
 	}
-	if fleet {
+	if o.suc {
+		// The upstream manifest's kubectl image; KWOK's default stages run its pods.
+		mgmt.StartSUC(r, testbed.SUCSettings("rancher/kubectl:v1.30.3"))
+	}
+	if o.fleet {
 		down, err := startBed(ctx, r, filepath.Join(dir, "downstream"), []testbed.Node{
 			{Name: "down-1", Labels: map[string]string{"node-role.kubernetes.io/worker": "true"}},
 			{Name: "down-arm-1", Arch: "arm64", Labels: map[string]string{"node-role.kubernetes.io/worker": "true"}},

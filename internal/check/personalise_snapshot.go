@@ -10,6 +10,7 @@ import (
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/inventory"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -77,6 +78,17 @@ func snapshotVars(ix *snapIndex, f *finding.Finding, known map[string]string) ma
 	}
 	if ix.fleetVersion != "" {
 		v["fleet-version"] = ix.fleetVersion
+	}
+	// The system-upgrade-controller's namespace: a SUC finding's own object's (its Deployment,
+	// Job or Plan), else, for a node, the namespace of the cluster's only controller.
+	if strings.HasPrefix(f.ID, "suc/") && get("suc-namespace") == "" {
+		if f.Object.Namespace != "" {
+			v["suc-namespace"] = f.Object.Namespace
+		} else if c := s.Cluster(f.Cluster); c != nil {
+			if ctrls := inventory.Controllers(c); len(ctrls) == 1 {
+				v["suc-namespace"] = ctrls[0].Deployment.Namespace
+			}
+		}
 	}
 	if f.Object.Kind == "Pod" && sc != nil {
 		if p, _ := sc.Get("Pod", f.Object.Namespace, f.Object.Name).(*corev1.Pod); p != nil {

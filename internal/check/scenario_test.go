@@ -14,6 +14,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/inventory"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/source"
 )
@@ -183,4 +184,49 @@ func TestEveryEmittedIDHasScenarios(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every command a SUC finding prints names the controller's namespace when the input holds
+// it: the finding's own namespaced object (the controller's Deployment, a Job, a Plan), or, for
+// a node, the cluster's only system-upgrade-controller. A "<suc-namespace>" left in the
+// command when the scan read it would be a command to edit before running.
+func TestSUCCommandsNameTheControllerNamespace(t *testing.T) {
+	checked := 0
+	for _, dir := range scenarioDirs(t) {
+		name, _ := filepath.Rel(filepath.Join("..", "..", "testdata", "scenarios"), dir)
+		if !strings.HasPrefix(name, "suc"+string(filepath.Separator)) && !strings.HasPrefix(name, filepath.Join("real", "suc-")) {
+			continue
+		}
+		rep := scanDir(t, dir, time.Time{})
+		for _, f := range rep.Findings {
+			if !strings.HasPrefix(f.ID, "suc/") {
+				continue
+			}
+			known := f.Object.Namespace != ""
+			if !known {
+				snap, err := (&source.Offline{Path: dir}).Load(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c := snap.Cluster(f.Cluster); c != nil {
+					known = len(inventory.Controllers(c)) == 1
+				}
+			}
+			if !known {
+				continue
+			}
+			for _, st := range f.Remediation {
+				for _, c := range st.Commands {
+					checked++
+					if strings.Contains(c, "<suc-namespace>") {
+						t.Errorf("%s: %s on %s: %q leaves <suc-namespace> unfilled", name, f.ID, f.Object.Kind+"/"+f.Object.Namespace+"/"+f.Object.Name, c)
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no SUC finding's command was checked")
+	}
+	t.Logf("%d commands checked", checked)
 }

@@ -3,7 +3,6 @@ package testbed
 import (
 	"context"
 	"fmt"
-	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,7 +26,7 @@ type SUC struct {
 	Namespace string
 	bed       *Bed
 	bin       string
-	t         testing.TB
+	t         T
 	proc      *Proc
 	started   int
 }
@@ -59,7 +58,7 @@ func SUCSettings(kubectlImage string) map[string]string {
 // StartSUC deploys the controller's objects with settings (SUCSettings) and runs the
 // controller. The bed needs a node labelled node-role.kubernetes.io/control-plane for the
 // Deployment's pod.
-func (b *Bed) StartSUC(t testing.TB, settings map[string]string) *SUC {
+func (b *Bed) StartSUC(t T, settings map[string]string) *SUC {
 	t.Helper()
 	bin, err := BuildSUC(t.Context())
 	if err != nil {
