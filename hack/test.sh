@@ -7,8 +7,13 @@
 # in the background beside go vet and the test binaries' compiles, instead of when the first
 # test needs each; tests that get there first wait on the same file locks. With every program
 # already cached (any later run) the background step finds them and ends in seconds.
+#
+# The tests build as the release does (static, -trimpath: see hack/release.sh), so the packages
+# compiled for go vet and the test binaries are the ones hack's release-build test links
+# instead of compiling them a second time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export CGO_ENABLED=0 GOFLAGS="-trimpath${GOFLAGS:+ $GOFLAGS}"
 
 log="$(mktemp "${TMPDIR:-/tmp}/unstick-testbed-build.XXXXXX")"
 go run ./hack/testbed binaries >"$log" 2>&1 &

@@ -143,6 +143,8 @@ var placeholderMeaning = map[string]string{
 	"value":                  "the new quota value",
 	"seconds":                "the new deadline in seconds",
 	"key":                    "the taint key to tolerate",
+	"cpu-request":            "a CPU request that fits a node's unrequested CPU (kubectl describe nodes: Allocated resources)",
+	"memory-request":         "a memory request that fits a node's unrequested memory (kubectl describe nodes: Allocated resources)",
 	"revision":               "the revision to roll back to, one Helm still keeps (see helm history)",
 	"webhook":                "the webhook configuration named in the denial",
 	"image":                  "the image to pin",

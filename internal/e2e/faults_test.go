@@ -588,9 +588,7 @@ func TestFaultFixApply(t *testing.T) {
 			if tc.stops {
 				out, errOut, code = runCtx(context.Background(), t, "", args...)
 				t.Logf("rerun, exit %d:\n%s%s", code, out, errOut)
-				if code != 0 {
-					t.Fatalf("rerun exit %d", code)
-				}
+				checkRerunExit(t, code, out)
 			}
 			checkChangedAndJournaled(t, before, everything(t, cfg), dir, want)
 			checkRolledBackOnce(t, f, dir)

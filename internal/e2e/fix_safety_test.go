@@ -285,9 +285,7 @@ func TestFixFinishesRollbackKilledBetweenWrites(t *testing.T) {
 			t.Logf("killed after %s %s", killedAfter.Op, killedAfter.Name)
 			out, errOut, code := runCtx(context.Background(), t, "", args...)
 			t.Logf("rerun:\n%s%s", out, errOut)
-			if code != 0 {
-				t.Fatalf("rerun exit %d", code)
-			}
+			checkRerunExit(t, code, out)
 			want := []string{
 				"Secret/cattle-fleet-system/sh.helm.release.v1." + agentRelease + ".v4",
 				"Secret/cattle-fleet-system/sh.helm.release.v1." + agentRelease + ".v5",

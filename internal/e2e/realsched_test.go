@@ -135,8 +135,9 @@ func (r *realFleet) fleetCluster(t *testing.T) *fleetv1.Cluster {
 }
 
 // A fleet-agent upgrade whose new pod the real kube-scheduler cannot place while the old pod
-// keeps running (issue 18): the real Fleet v0.16.0 controller, agentmanagement and agent, the
-// real kube-scheduler and kube-controller-manager v1.37; KWOK stands in for the kubelets.
+// keeps running (issue 18), both ways: every node tainted, then the agent's requests beyond
+// every node's free capacity. The real Fleet v0.16.0 controller, agentmanagement and agent,
+// the real kube-scheduler and kube-controller-manager v1.37; KWOK stands in for the kubelets.
 func TestRealSchedulerAgentPodUnschedulable(t *testing.T) {
 	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	began := time.Now()
@@ -239,7 +240,9 @@ func TestRealSchedulerAgentPodUnschedulable(t *testing.T) {
 	if s.has("pod/unschedulable-resources") {
 		t.Errorf("scan also reports pod/unschedulable-resources:\n%s", raw)
 	}
-	collectRealSched(t, r, "agent-pod-unschedulable-taints", taint.ToString(), "pod/unschedulable-taints")
+	collectRealSched(t, r, "agent-pod-unschedulable-taints", "pod/unschedulable-taints", "workload/rollout-stalled, fleet/agent-upgrade-stuck", "pod/unschedulable-resources",
+		"The fleet-agent Deployment Fleet manages is upgraded to a new image after every node got the NoSchedule taint "+taint.ToString()+
+			": the new pod stays Pending with the scheduler's message while the old one keeps running.")
 
 	// 5. fix --apply at the default max-risk: the taint's fix is guided; unstick writes nothing
 	// for it (or only observes).
@@ -293,6 +296,101 @@ func TestRealSchedulerAgentPodUnschedulable(t *testing.T) {
 			t.Errorf("scan after convergence still reports %s:\n%s", id, raw)
 		}
 	}
+	t.Logf("taints: wall time %s", time.Since(began).Round(time.Second))
+
+	// 8. The other way the scheduler refuses the new agent pod: its requests raised past every
+	// node's free capacity (the Fleet Cluster's agentResources, which Rancher's agent
+	// customisation sets). The new pod stays Pending with "Insufficient cpu" while the old
+	// one keeps running; unstick names pod/unschedulable-resources, not the taints.
+	before := r.agentPods(t)
+	fc := r.fleetCluster(t)
+	raise := []byte(`{"spec":{"agentResources":{"requests":{"cpu":"64","memory":"1Gi"}}}}`)
+	if err := r.fleet.Client.Patch(ctx, fc, client.RawPatch(types.MergePatchType, raise)); err != nil {
+		t.Fatal(err)
+	}
+	var starved corev1.Pod
+	waitUntil(t, "the agent pod requesting 64 CPUs Pending as unschedulable", 3*time.Minute, func() bool {
+		for _, p := range r.agentPods(t) {
+			if p.Spec.Containers[0].Resources.Requests.Cpu().String() != "64" || p.Status.Phase != corev1.PodPending {
+				continue
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					starved = p
+					return true
+				}
+			}
+		}
+		return false
+	}, func() string {
+		return podsLine(r.agentPods(t)) + "\n" + r.logs() + "\n" + r.mgmt.Logs("fleet-agentmanagement")
+	})
+	schedMsg = ""
+	for _, c := range starved.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			schedMsg = c.Message
+		}
+	}
+	t.Logf("the real scheduler on %s: %q", starved.Name, schedMsg)
+	if !strings.Contains(schedMsg, "Insufficient cpu") {
+		t.Errorf("scheduler message %q lacks Insufficient cpu", schedMsg)
+	}
+	for _, p := range before {
+		cur, err := r.down.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil || cur.Status.Phase != corev1.PodRunning {
+			t.Errorf("the agent pod %s does not keep running while the new one is Pending: %v", p.Name, err)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	s, raw = r.scan(t, thresholds...)
+	t.Logf("scan: root causes %v; findings %v", s.rootCauses(), s.keys())
+	if !strings.Contains(strings.Join(s.rootCauses(), " "), "pod/unschedulable-resources") {
+		t.Fatalf("scan does not name pod/unschedulable-resources as a root cause:\n%s", raw)
+	}
+	if !strings.Contains(raw, "Insufficient cpu") {
+		t.Errorf("the evidence lacks the scheduler's message:\n%s", raw)
+	}
+	if s.has("pod/unschedulable-taints") {
+		t.Errorf("scan reports pod/unschedulable-taints, but the pod tolerates the taint now:\n%s", raw)
+	}
+	collectRealSched(t, r, "agent-pod-unschedulable-resources", "pod/unschedulable-resources", "workload/rollout-stalled", "pod/unschedulable-taints",
+		"The Fleet Cluster's agentResources ask for 64 CPUs, more than any node has free: Fleet renders the new fleet-agent "+
+			"Deployment and its new pod stays Pending with the scheduler's message while the old one keeps running.")
+
+	// 9. The guided command, with the requests an operator picks for <cpu-request> and
+	// <memory-request> (the only placeholders left), run as printed: Fleet redeploys the agent.
+	jout, _, _ = run(t, append([]string{"scan", "--kubeconfig", r.kubeconfig, "--all-contexts", "-o", "json", "-q"}, thresholds...)...)
+	cmd = guidedCommand(t, jout, "agentResources")
+	cmd = strings.NewReplacer("<cpu-request>", "250m", "<memory-request>", "256Mi").Replace(cmd)
+	t.Logf("the guided step unstick prints, requests filled in: %s", cmd)
+	if strings.Contains(cmd, "<") {
+		t.Errorf("the guided command leaves a placeholder besides the requests: %s", cmd)
+	}
+	sh = exec.CommandContext(ctx, "bash", "-c", cmd)
+	sh.Env = append(os.Environ(), "KUBECONFIG="+r.kubeconfig, "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"))
+	if b, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the printed command failed: %v\n%s", err, b)
+	}
+	waitUntil(t, "the agent rollout completes with the lowered requests", 3*time.Minute, func() bool {
+		pods := r.agentPods(t)
+		if !rolledOut(r.agentDeploy(t), pods, newImage) {
+			return false
+		}
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && p.Spec.Containers[0].Resources.Requests.Cpu().String() != "250m" {
+				return false
+			}
+		}
+		return true
+	}, func() string {
+		return podsLine(r.agentPods(t)) + "\n" + r.logs() + "\n" + r.mgmt.Logs("fleet-agentmanagement")
+	})
+	s, raw = r.scan(t, thresholds...)
+	for _, id := range []string{"pod/unschedulable-resources", "workload/rollout-stalled"} {
+		if s.has(id) {
+			t.Errorf("scan after the lowered requests still reports %s:\n%s", id, raw)
+		}
+	}
 	t.Logf("wall time %s", time.Since(began).Round(time.Second))
 }
 
@@ -339,16 +437,16 @@ func guidedCommand(t *testing.T, report, want string) string {
 // collectRealSched writes `unstick collect` of the live failure like collectReal does, with an
 // expect.yaml judged past pod.pendingAfter's default, and checks the bundle judged offline
 // names the same root cause.
-func collectRealSched(t *testing.T, r *realFleet, name, variant, root string) {
+func collectRealSched(t *testing.T, r *realFleet, name, root, findings, forbid, what string) {
 	t.Helper()
 	dir := collectLive(t, r.kubeconfig, name)
 	now := time.Now().UTC().Add(20 * time.Minute).Truncate(time.Second).Format(time.RFC3339)
-	expect := fmt.Sprintf(`description: "Produced by the real controllers (internal/e2e/realsched_test.go): Fleet v0.16.0 controller, agentmanagement and agent, kube-controller-manager and kube-scheduler v1.37.2, KWOK v0.8.0 as the kubelets. The fleet-agent Deployment Fleet manages is upgraded to a new image after every node got the NoSchedule taint %s: the new pod stays Pending with the scheduler's message while the old one keeps running."
+	expect := fmt.Sprintf(`description: "Produced by the real controllers (internal/e2e/realsched_test.go): Fleet v0.16.0 controller, agentmanagement and agent, kube-controller-manager and kube-scheduler v1.37.2, KWOK v0.8.0 as the kubelets. %s"
 now: %q
 rootCauses: [%s]
-findings: [workload/rollout-stalled, fleet/agent-upgrade-stuck]
-forbid: [pod/unschedulable-resources]
-`, variant, now, root)
+findings: [%s]
+forbid: [%s]
+`, what, now, root, findings, forbid)
 	if err := os.WriteFile(filepath.Join(dir, "expect.yaml"), []byte(expect), 0o644); err != nil {
 		t.Fatal(err)
 	}

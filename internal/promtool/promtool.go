@@ -70,7 +70,10 @@ func Binary(ctx context.Context) (string, error) {
 	defer os.RemoveAll(gobin)
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "promtool: building %s@%s from the Go module proxy (a few minutes, once)\n", pkg, Version)
-	cmd := exec.CommandContext(ctx, "go", "install", pkg+"@"+Version)
+	// remove_all_sd is Prometheus's own build tag for leaving out the service-discovery
+	// plugins (the cloud providers' SDKs): promtool checks and tests rules without them, and
+	// builds in a fraction of the time.
+	cmd := exec.CommandContext(ctx, "go", "install", "-tags", "remove_all_sd", pkg+"@"+Version)
 	// Outside any module and workspace, with this repository's flags kept out.
 	cmd.Dir = gobin
 	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOFLAGS=", "GOWORK=off")
