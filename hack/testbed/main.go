@@ -120,7 +120,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err := testenv.Stop(rest[0]); err != nil {
 			return err
 		}
-		for _, f := range []string{"kube-controller-manager.log", "kube-scheduler.log", "kwok.log", "kwok.yaml"} {
+		for _, f := range []string{"kube-controller-manager.log", "kube-scheduler.log", "kwok.log", "kwok.yaml", "testbed.log"} {
 			_ = os.Remove(filepath.Join(rest[0], f))
 		}
 		sucLogs, _ := filepath.Glob(filepath.Join(rest[0], "system-upgrade-controller-*.log"))
