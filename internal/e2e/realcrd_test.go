@@ -311,15 +311,7 @@ func TestRealFleetAgentCRDRemoved(t *testing.T) {
 func collectRealCRD(t *testing.T, kubeconfig string) {
 	t.Helper()
 	const name = "agent-crd-missing"
-	dir := filepath.Join(t.TempDir(), name)
-	if os.Getenv("UNSTICK_COLLECT_REAL") != "" {
-		dir = filepath.Join("..", "..", "testdata", "scenarios", "real", name)
-		_ = os.RemoveAll(dir)
-		_ = os.MkdirAll(filepath.Dir(dir), 0o755)
-	}
-	if out, errOut, code := run(t, "collect", "--kubeconfig", kubeconfig, "--all-contexts", "--to", dir, "-q"); code != 0 {
-		t.Fatalf("collect exit %d\n%s%s", code, out, errOut)
-	}
+	dir := collectLive(t, kubeconfig, name)
 	now := time.Now().UTC().Add(time.Minute).Truncate(time.Second).Format(time.RFC3339)
 	expect := fmt.Sprintf(`description: "Produced by the real controllers (internal/e2e/realcrd_test.go): Fleet v0.16.0 controller and agent, kube-controller-manager and kube-scheduler v1.37.2, KWOK v0.8.0 as the kubelets. The bundledeployments.fleet.cattle.io CRD deleted on the management cluster under a registered, running agent; the agent's container then restarted, failing its credential check on the 404 and retrying registration."
 now: %q

@@ -97,6 +97,14 @@ const stampFile = "complete"
 // newBuildModule makes a throwaway build directory next to dir holding the build module (see
 // writeBuildModule), and returns a runner of go commands in it and the function removing it.
 func newBuildModule(ctx context.Context, dir string, start time.Time) (run func(args ...string) ([]byte, error), work string, cleanup func(), err error) {
+	return newBuildDir(ctx, dir, start, func(_, work string, run func(args ...string) ([]byte, error)) error {
+		return writeBuildModule(run, work)
+	})
+}
+
+// newBuildDir makes a throwaway build directory next to dir, has write put the build module's
+// go.mod in it, and returns a runner of go commands there and the function removing it.
+func newBuildDir(ctx context.Context, dir string, start time.Time, write func(goBin, work string, run func(args ...string) ([]byte, error)) error) (run func(args ...string) ([]byte, error), work string, cleanup func(), err error) {
 	goBin, err := goTool()
 	if err != nil {
 		return nil, "", nil, err
@@ -109,7 +117,7 @@ func newBuildModule(ctx context.Context, dir string, start time.Time) (run func(
 	run = func(args ...string) ([]byte, error) {
 		return runGo(ctx, goBin, work, start, args...)
 	}
-	if err := writeBuildModule(run, work); err != nil {
+	if err := write(goBin, work, run); err != nil {
 		cleanup()
 		return nil, "", nil, err
 	}

@@ -303,27 +303,13 @@ func (c Component) buildModule(ctx context.Context, dir string, start time.Time)
 	if c.Kubernetes {
 		return newBuildModule(ctx, dir, start)
 	}
-	goBin, err := goTool()
-	if err != nil {
-		return nil, "", nil, err
-	}
-	work, err = os.MkdirTemp(filepath.Dir(dir), "build-")
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("testenv: creating build directory: %w", err)
-	}
-	cleanup = func() { _ = os.RemoveAll(work) }
-	run = func(args ...string) ([]byte, error) {
-		return runGo(ctx, goBin, work, start, args...)
-	}
-	gomod, err := modulesGoMod(ctx, goBin, work, start, c.Name, c.Modules)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(work, "go.mod"), gomod, 0o644)
-	}
-	if err != nil {
-		cleanup()
-		return nil, "", nil, err
-	}
-	return run, work, cleanup, nil
+	return newBuildDir(ctx, dir, start, func(goBin, work string, _ func(args ...string) ([]byte, error)) error {
+		gomod, err := modulesGoMod(ctx, goBin, work, start, c.Name, c.Modules)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(work, "go.mod"), gomod, 0o644)
+	})
 }
 
 // modulesGoMod writes the go.mod of a throwaway module requiring each module at its release,
