@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/unstick-dev/unstick/internal/testbed"
 	"github.com/unstick-dev/unstick/internal/testenv"
@@ -139,19 +140,27 @@ func (a *agentPod) sync(t *testing.T) {
 		write("fleet-agent.previous.log", runs[len(runs)-2])
 	}
 	restarts := int32(len(runs) - 1 - a.base)
-	p := a.pod(t)
-	cs := &p.Status.ContainerStatuses[0]
-	if cs.RestartCount == restarts {
-		return
-	}
-	cs.RestartCount = restarts
-	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(starts[len(starts)-1])}}
-	// The previous run ended with SIGTERM (the test's restart), on which the agent exits 0
-	// ("termination requested, exiting"), as a kubelet records a container it stopped.
-	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: 0, Reason: "Completed", StartedAt: metav1.NewTime(starts[len(starts)-2]), FinishedAt: metav1.NewTime(starts[len(starts)-1]),
-	}}
-	if _, err := a.r.down.Client.CoreV1().Pods(p.Namespace).UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+	// KWOK writes the pod's status too, so re-read on a 409.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := a.pod(t)
+		if p == nil {
+			return fmt.Errorf("no fleet-agent pod in %s", testbed.FleetSystemNamespace)
+		}
+		cs := &p.Status.ContainerStatuses[0]
+		if cs.RestartCount == restarts {
+			return nil
+		}
+		cs.RestartCount = restarts
+		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(starts[len(starts)-1])}}
+		// The previous run ended with SIGTERM (the test's restart), on which the agent exits 0
+		// ("termination requested, exiting"), as a kubelet records a container it stopped.
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 0, Reason: "Completed", StartedAt: metav1.NewTime(starts[len(starts)-2]), FinishedAt: metav1.NewTime(starts[len(starts)-1]),
+		}}
+		_, err := a.r.down.Client.CoreV1().Pods(p.Namespace).UpdateStatus(t.Context(), p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/unstick-dev/unstick/internal/testbed"
@@ -174,8 +175,16 @@ func (r *realFleet) updateBundle(t *testing.T, want *fleetv1.Bundle) {
 		}
 		return
 	}
-	cur.Spec = want.Spec
-	if err := r.fleet.Client.Update(ctx, &cur); err != nil {
+	// The Fleet controller writes the Bundle too (finalizers, labels, status), so an update
+	// from a read a moment old can meet a 409; re-read and re-apply the spec, as kubectl would.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := r.fleet.Client.Get(ctx, client.ObjectKeyFromObject(want), &cur); err != nil {
+			return err
+		}
+		cur.Spec = want.Spec
+		return r.fleet.Client.Update(ctx, &cur)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

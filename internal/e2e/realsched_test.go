@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/unstick-dev/unstick/internal/testbed"
@@ -173,8 +174,17 @@ func TestRealSchedulerAgentPodUnschedulable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		n.Spec.Taints = append(n.Spec.Taints, taint)
-		if _, err := r.down.Client.CoreV1().Nodes().Update(ctx, &n, metav1.UpdateOptions{}); err != nil {
+		// KWOK writes every node's status on a heartbeat, so re-read on a 409.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := r.down.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.Taints = append(cur.Spec.Taints, taint)
+			_, err = r.down.Client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/testbed"
@@ -307,13 +308,18 @@ spec:
 	// the node's kubelet comes back at the Plan's version. Without it worker-a1 would keep
 	// the version it started with under a label saying the Plan is applied, which unstick
 	// rightly reports as suc/node-label-blocks-rerun.
-	if n, err := bed.Client.CoreV1().Nodes().Get(ctx, planNode["k3s-missing"], metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	} else {
-		n.Status.NodeInfo.KubeletVersion = "v1.33.6+k3s1"
-		if _, err := bed.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
+	// KWOK writes the node's status on a heartbeat too, so re-read on a 409.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := bed.Client.CoreV1().Nodes().Get(ctx, planNode["k3s-missing"], metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
+		n.Status.NodeInfo.KubeletVersion = "v1.33.6+k3s1"
+		_, err = bed.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	r = scan()
 	for _, k := range r.keys() {
