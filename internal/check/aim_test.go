@@ -26,7 +26,7 @@ func aimSnapshot(t *testing.T) *snapshot.Snapshot {
 			t.Fatal(err)
 		}
 	}
-	add("rancher", `{"apiVersion":"fleet.cattle.io/v1alpha1","kind":"Cluster","metadata":{"name":"c-m-1","namespace":"fleet-default"},"spec":{"redeployAgentGeneration":4}}`)
+	add("rancher", `{"apiVersion":"fleet.cattle.io/v1alpha1","kind":"Cluster","metadata":{"name":"c-m-1","namespace":"fleet-default"},"spec":{"kubeConfigSecret":"c-m-1-kubeconfig","kubeConfigSecretNamespace":"fleet-default","redeployAgentGeneration":4}}`)
 	add("rancher", `{"apiVersion":"fleet.cattle.io/v1alpha1","kind":"Bundle","metadata":{"name":"fleet-agent-c-m-1","namespace":"fleet-default"},"spec":{"forceSyncGeneration":7}}`)
 	add("rancher", `{"apiVersion":"fleet.cattle.io/v1alpha1","kind":"Bundle","metadata":{"name":"app-web","namespace":"fleet-default","labels":{"fleet.cattle.io/repo-name":"apps"}},"spec":{}}`)
 	add("edge", `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"fleet-agent-7d9c5","namespace":"cattle-fleet-system","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"fleet-agent","uid":"d1","controller":true}]},"spec":{"selector":{}}}`)
@@ -103,5 +103,38 @@ func TestAimEdgeCases(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// A Fleet Cluster whose agent registered itself (no spec.kubeConfigSecret) gets no
+// redeployAgentGeneration command: the Fleet controller ignores the field for it, so the
+// command would change nothing. The step says why instead.
+func TestPersonaliseLeavesOutRedeployForSelfRegisteredAgent(t *testing.T) {
+	b := snapshot.NewBuilder()
+	b.DeclareCluster(snapshot.ClusterInfo{Name: "rancher", Role: snapshot.Management, Context: "admin@rancher"})
+	b.DeclareCluster(snapshot.ClusterInfo{Name: "edge", Role: snapshot.Downstream, Context: "edge-admin", FleetCluster: "fleet-default/edge"})
+	doc := `{"apiVersion":"fleet.cattle.io/v1alpha1","kind":"Cluster","metadata":{"name":"edge","namespace":"fleet-default"},"spec":{"clientID":"x1","redeployAgentGeneration":2}}`
+	var h snapshot.Header
+	if err := json.Unmarshal([]byte(doc), &h); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddJSON("rancher", "test", &h, []byte(doc)); err != nil {
+		t.Fatal(err)
+	}
+	f := finding.Finding{
+		ID: "agent/config-invalid", Cluster: "edge",
+		Object: finding.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "cattle-fleet-system", Name: "fleet-agent"},
+		Remediation: []finding.Step{{Rung: "realign", Commands: []string{
+			`kubectl -n cattle-fleet-system get configmap fleet-controller -o yaml`,
+			`kubectl -n <fleet-namespace> patch clusters.fleet.cattle.io <cluster> --type merge -p '{"spec":{"redeployAgentGeneration":<n+1>}}'`,
+		}}},
+	}
+	personalise(indexSnapshot(b.Build()), &f)
+	got := strings.Join(f.Remediation[0].Commands, "\n")
+	if strings.Contains(got, "redeployAgentGeneration") || !strings.Contains(got, "get configmap fleet-controller") {
+		t.Errorf("commands:\n%s\nwant the configmap read and no redeploy bump", got)
+	}
+	if notes := strings.Join(f.Remediation[0].Notes, "\n"); !strings.Contains(notes, "Fleet Cluster fleet-default/edge was registered by its agent") {
+		t.Errorf("notes do not say why the redeploy is left out:\n%s", notes)
 	}
 }

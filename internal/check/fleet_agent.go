@@ -50,8 +50,21 @@ func (a agentState) finding(ctx *Context, id, summary string) finding.Finding {
 // agentVars fill the placeholders of an agent's remediation: its Fleet Cluster and the next
 // redeploy generation.
 func agentVars(fc *fleetv1.Cluster) map[string]string {
-	return map[string]string{"fleet-namespace": fc.Namespace, "cluster": fc.Name,
-		"n+1@redeployAgentGeneration": strconv.FormatInt(fc.Spec.RedeployAgentGeneration+1, 10)}
+	v := redeployVars(fc)
+	v["fleet-namespace"], v["cluster"] = fc.Namespace, fc.Name
+	return v
+}
+
+// redeployVars fill the next redeployAgentGeneration of a Fleet Cluster whose agent the
+// Fleet controller deploys, and otherwise mark the cluster as self-registered: the
+// controller acts on redeployAgentGeneration only for the agents it deployed itself
+// (rancher/fleet agentmanagement import.go returns early when spec.kubeConfigSecret is
+// empty), so the bump would be written and nothing would happen.
+func redeployVars(fc *fleetv1.Cluster) map[string]string {
+	if !fleet.ManagerDeploysAgent(fc) {
+		return map[string]string{selfRegistered: fc.Namespace + "/" + fc.Name}
+	}
+	return map[string]string{"n+1@redeployAgentGeneration": strconv.FormatInt(fc.Spec.RedeployAgentGeneration+1, 10)}
 }
 
 // conditionSince is when a generic condition last changed.
@@ -82,7 +95,7 @@ var fleetAgentUpgrade = Check{
 		after := ctx.Thresholds.Duration("fleet.agentUpgradeStuckAfter")
 		for _, a := range agentStates(ctx.Snap) {
 			var why []string
-			if managerDeploysAgent(a.fc) {
+			if fleet.ManagerDeploysAgent(a.fc) {
 				why = fleet.AgentNotDeployedReasons(a.fc)
 			}
 			var since time.Time
@@ -155,19 +168,6 @@ var fleetAgentUpgrade = Check{
 		}
 		return out, nil
 	},
-}
-
-// managerDeploysAgent reports whether the Fleet controller itself deploys this cluster's agent
-// (manager-initiated registration: spec.kubeConfigSecret set, as Rancher does for the clusters
-// it manages and Fleet for its local cluster). Only then does Fleet track the agent with
-// agentDeployedGeneration and the migration flags; for agent-initiated registrations and
-// clusters labelled fleet.cattle.io/non-managed-agent those fields stay unset for good, and
-// reading them as "not deployed" would flag every such cluster (rancher/fleet import.go).
-func managerDeploysAgent(fc *fleetv1.Cluster) bool {
-	if _, ok := fc.Labels["fleet.cattle.io/non-managed-agent"]; ok {
-		return false
-	}
-	return fc.Spec.KubeConfigSecret != ""
 }
 
 func shortID(id string) string {

@@ -52,6 +52,11 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 				st.Notes = appendNew(st.Notes, "The GitRepo command is left out: bundle "+b+" was not created from a GitRepo.")
 				continue
 			}
+			if fc := vars[selfRegistered]; fc != "" && strings.Contains(c, `"redeployAgentGeneration"`) {
+				st.Notes = appendNew(st.Notes, "The redeployAgentGeneration command is left out: Fleet Cluster "+fc+
+					" was registered by its agent (no spec.kubeConfigSecret), and the Fleet controller redeploys only agents it deployed itself.")
+				continue
+			}
 			for _, word := range words {
 				if strings.Contains(c, word) {
 					c = fill(c, func(name string) string { return vars[name+"@"+word] })

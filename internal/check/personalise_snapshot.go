@@ -38,7 +38,9 @@ func snapshotVars(ix *snapIndex, f *finding.Finding, known map[string]string) ma
 		if ns, name, ok := strings.Cut(sc.FleetCluster, "/"); ok {
 			v["fleet-namespace"], v["cluster"] = ns, name
 			if fc := ix.fleetClusters[ns+"/"+name]; fc != nil {
-				v["n+1@redeployAgentGeneration"] = strconv.FormatInt(fc.Spec.RedeployAgentGeneration+1, 10)
+				for k, x := range redeployVars(fc) {
+					v[k] = x
+				}
 			}
 		}
 	}
@@ -102,6 +104,10 @@ func snapshotVars(ix *snapIndex, f *finding.Finding, known map[string]string) ma
 	}
 	return v
 }
+
+// selfRegistered marks (with its namespace/name) a Fleet Cluster whose agent registered
+// itself: commands that bump its redeployAgentGeneration do not apply.
+const selfRegistered = "\x00self-registered"
 
 // noGitRepo marks (with the bundle's name) a bundle Fleet made without a GitRepo, such as
 // an agent's bundle: commands that patch its GitRepo do not apply.

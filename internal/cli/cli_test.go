@@ -266,6 +266,8 @@ func TestExitCodes(t *testing.T) {
 		{"unknown threshold", []string{"scan", "--from", example, "--threshold", "helm.pendingAftr=5m"}, ExitUsage, "helm.pendingAftr"},
 		{"bad threshold value", []string{"scan", "--from", example, "--threshold", "helm.pendingAfter=soon"}, ExitUsage, "helm.pendingAfter"},
 		{"unknown --only", []string{"scan", "--from", example, "--only", "helm/pendng"}, ExitUsage, "helm/pendng"},
+		{"unknown --only family", []string{"scan", "--from", example, "--only", "sucx/"}, ExitUsage, "no finding ID starts with \"sucx/\" (the families are agent/,"},
+		{"unknown fix --only family", []string{"fix", "--from", example, "--only", "hlem/*"}, ExitUsage, "no finding ID starts with \"hlem/\""},
 		{"fail-on none", []string{"scan", "--from", example, "--fail-on", "none", "-o", "json"}, ExitOK, ""},
 		{"not a bundle", []string{"scan", "--from", "cli_test.go"}, ExitFailed, "cli_test.go"},
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -122,7 +124,14 @@ func knownID(cat *catalog.Catalog, id string) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("no finding ID starts with %q", id)
+		var families []string
+		for _, k := range cat.IDs() {
+			if f, _, ok := strings.Cut(k, "/"); ok && !slices.Contains(families, f+"/") {
+				families = append(families, f+"/")
+			}
+		}
+		sort.Strings(families)
+		return fmt.Errorf("no finding ID starts with %q (the families are %s)", id, strings.Join(families, ", "))
 	}
 	if _, ok := cat.Get(id); ok {
 		return nil

@@ -184,16 +184,8 @@ func (o *scanOptions) validate() error {
 		return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(report.Formats, ", "))
 	}
 	for _, id := range o.only {
-		id = strings.TrimSuffix(id, "*")
-		if strings.HasSuffix(id, "/") {
-			continue
-		}
-		if _, ok := o.judge.cat.Get(id); !ok {
-			msg := fmt.Sprintf("--only %q: unknown finding ID", id)
-			if s := o.judge.cat.Suggest(id); len(s) > 0 {
-				msg += "; did you mean " + strings.Join(s, ", ") + "?"
-			}
-			return usageErrorf("%s", msg)
+		if err := knownID(o.judge.cat, id); err != nil {
+			return usageErrorf("--only: %v", err)
 		}
 	}
 	switch o.color {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,6 +185,22 @@ func TestHiddenFindingsAreCounted(t *testing.T) {
 	r = decodeVerdict(t, mustOut(t, "scan", "--from", example, "--config", cfg, "-o", "json"))
 	if r.Hidden.Suppressed != 1 {
 		t.Errorf("suppressed %d, want 1", r.Hidden.Suppressed)
+	}
+}
+
+// A filter that matches nothing in the input is not an all-clear: every human format says
+// that the filters hid findings instead of "No stuck upgrades found".
+func TestFilterMatchingNothingIsNotAllClear(t *testing.T) {
+	all := decodeVerdict(t, mustOut(t, "scan", "--from", example, "-o", "json"))
+	want := fmt.Sprintf("Nothing stuck matches the filters; they hid %d findings", len(all.Findings))
+	for _, format := range []string{"table", "markdown", "html"} {
+		out, errOut, code := run(t, "scan", "--from", example, "--only", "suc/", "-o", format)
+		if code != ExitOK {
+			t.Fatalf("-o %s: exit %d: %s", format, code, errOut)
+		}
+		if strings.Contains(strings.ToLower(out), "no stuck upgrades found") || !strings.Contains(out, want) {
+			t.Errorf("-o %s on a filter that matched nothing:\n%s", format, out)
+		}
 	}
 }
 

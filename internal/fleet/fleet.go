@@ -107,6 +107,19 @@ func IsAgentNamespace(ns string) bool {
 	return ns == DefaultAgentNamespace || ns == LocalAgentNamespace
 }
 
+// ManagerDeploysAgent reports whether the Fleet controller itself deploys this cluster's agent
+// (manager-initiated registration: spec.kubeConfigSecret set, as Rancher does for the clusters
+// it manages and Fleet for its local cluster). Only then does Fleet track the agent with
+// agentDeployedGeneration and the migration flags; for agent-initiated registrations and
+// clusters labelled fleet.cattle.io/non-managed-agent those fields stay unset for good, and
+// reading them as "not deployed" would flag every such cluster (rancher/fleet import.go).
+func ManagerDeploysAgent(fc *fleetv1.Cluster) bool {
+	if _, ok := fc.Labels["fleet.cattle.io/non-managed-agent"]; ok {
+		return false
+	}
+	return fc.Spec.KubeConfigSecret != ""
+}
+
 // AgentNotDeployedReasons lists why Fleet does not consider the wanted agent deployed: the
 // three migrations done, no config change pending, and the deployed generation equal to the
 // wanted redeploy generation. Empty means deployed.

@@ -51,6 +51,51 @@ func actions(p *remediate.Plan) []remediate.Action {
 	return out
 }
 
+// The same incident on a cluster whose agent registered itself (no spec.kubeConfigSecret):
+// Fleet v0.16.0's agentmanagement returns before it looks at redeployAgentGeneration for such
+// a cluster, so the plan has no redeploy (fix never writes a bump nothing would act on) and
+// the ladder goes on to the rollback.
+func TestPlanNoRedeployForSelfRegisteredAgent(t *testing.T) {
+	dir := t.TempDir()
+	src := scenario("fleet/agent-pending-upgrade-incident")
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(p, filepath.Join("fleet", "clusters.yaml")) {
+			b = []byte(strings.ReplaceAll(string(b), "kubeConfigSecret: c-m-8k2lq-kubeconfig", "kubeConfigSecret: \"\""))
+		}
+		rel, _ := filepath.Rel(src, p)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan(t, dir, remediate.Options{MaxRisk: remediate.Medium})
+	if got, want := actions(p), []remediate.Action{remediate.Observe, remediate.HelmRollback}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("steps %v, want %v (no redeploy for a self-registered agent)", got, want)
+	}
+	// The finding itself says why its resync rung has no command.
+	_, ctx := load(t, dir)
+	incidents, _, _ := check.Evaluate(ctx, check.Filter{})
+	var notes []string
+	for _, st := range incidents[0].RootCause.Remediation {
+		if st.Rung == "resync" {
+			notes = append(notes, st.Notes...)
+		}
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "fleet-default/c-m-8k2lq was registered by its agent") }) {
+		t.Errorf("resync notes %q do not say why the redeploy is left out", notes)
+	}
+}
+
 // The agent's pending release, seen from both sides: Fleet is asked to redeploy the agent
 // first (low), the Helm rollback comes next (medium, above the default cap), observe first of
 // all. Every mutating step names its precondition, verification and command.

@@ -61,6 +61,7 @@ type htmlPage struct {
 	FailOn      string
 	Warnings    []string
 	Hidden      string
+	Clear       string
 }
 
 type sevCount struct {
@@ -116,6 +117,7 @@ func buildPage(r *Report, o Options) htmlPage {
 		FailOn:      r.FailOn,
 		Warnings:    r.Warnings,
 		Hidden:      r.HiddenSummary(),
+		Clear:       r.ClearSentence(),
 	}
 	for _, e := range r.Errors {
 		p.Errors = append(p.Errors, e.String())

@@ -20,7 +20,7 @@ func renderMarkdown(w io.Writer, r *Report, o Options) error {
 	case VerdictIncomplete:
 		fmt.Fprintf(&b, " — nothing at or above %s was found in what was read, but %s.", r.FailOn, mdEscape(strings.Join(r.Gaps(), "; ")))
 	case VerdictClear:
-		b.WriteString(" — no stuck upgrades found.")
+		b.WriteString(" — " + r.ClearSentence())
 	case VerdictFindings:
 		if r.Incomplete() {
 			fmt.Fprintf(&b, " — and part of the input could not be read (%s): more may be stuck than this report shows.", mdEscape(strings.Join(r.Gaps(), "; ")))

@@ -278,6 +278,6 @@ func (t *tableWriter) verdictLine(r *Report) {
 	case VerdictFindings:
 		t.printf("\nNo incidents; findings at or above %s are listed in -o json.\n", r.FailOn)
 	default:
-		t.printf("\nNo stuck upgrades found.\n")
+		t.printf("\n%s\n", t.paint(ansiBold, r.ClearSentence()))
 	}
 }

@@ -118,6 +118,15 @@ func (r *Report) Gaps() []string {
 	return out
 }
 
+// ClearSentence is what a clear verdict says: the all-clear, unless filters hid findings, in
+// which case it says that nothing matched them rather than that nothing is stuck.
+func (r *Report) ClearSentence() string {
+	if n := r.Hidden.Filtered; n > 0 {
+		return fmt.Sprintf("Nothing stuck matches the filters; they hid %s (drop --only/--only-cluster to see them).", plural.Forms(n, "finding", "findings"))
+	}
+	return "No stuck upgrades found."
+}
+
 // HiddenSummary says in words what filters and suppressions hid; empty when nothing was.
 func (r *Report) HiddenSummary() string {
 	var parts []string
