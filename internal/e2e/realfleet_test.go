@@ -81,14 +81,22 @@ type realFleet struct {
 	kubeconfig string // both contexts: "mgmt" and "down-1"
 }
 
+// startRealFleet registers the downstream bed as a fleet-agent installed from a
+// ClusterRegistrationToken does (agent-initiated registration).
 func startRealFleet(t *testing.T) *realFleet {
+	return startRealFleetWith(t, func(f *testbed.Fleet, down *testbed.Bed) *testbed.Agent {
+		return f.Register(t, down, "down-1", testbed.AgentOptions{ClientID: "down-1", Labels: map[string]string{"env": "real"}})
+	})
+}
+
+func startRealFleetWith(t *testing.T, register func(*testbed.Fleet, *testbed.Bed) *testbed.Agent) *realFleet {
 	t.Helper()
 	began := time.Now()
 	r := &realFleet{}
 	r.mgmt = testbed.Start(t, testbed.Options{Name: "mgmt", Nodes: []testbed.Node{{Name: "mgmt-node-1"}}})
 	r.down = testbed.Start(t, testbed.Options{Name: "down-1", Nodes: []testbed.Node{{Name: "down-1-node-1"}}})
 	r.fleet = testbed.StartFleet(t, r.mgmt)
-	r.agent = r.fleet.Register(t, r.down, "down-1", testbed.AgentOptions{ClientID: "down-1", Labels: map[string]string{"env": "real"}})
+	r.agent = register(r.fleet, r.down)
 	kc := clientcmdapi.NewConfig()
 	for _, b := range []*testbed.Bed{r.mgmt, r.down} {
 		one, err := clientcmd.LoadFromFile(b.Kubeconfig)

@@ -444,32 +444,51 @@ func guidedCommand(t *testing.T, report, want string) string {
 	return found
 }
 
-// collectRealSched writes `unstick collect` of the live failure like collectReal does, with an
-// expect.yaml judged past pod.pendingAfter's default, and checks the bundle judged offline
-// names the same root cause.
-func collectRealSched(t *testing.T, r *realFleet, name, root, findings, forbid, what string) {
+// realBundle is a failure made by the real controllers, to be collected as a scenario bundle.
+type realBundle struct {
+	name, test, file string
+	// after is how long past the collection the bundle is judged (expect.yaml's now): past the
+	// default threshold of the root cause, since the live test lowered it.
+	after                  time.Duration
+	root, findings, forbid string
+	what                   string
+	controllers            string
+}
+
+// collectRealBundle writes `unstick collect` of the live failure like collectReal does, with an
+// expect.yaml judged b.after later, and checks the bundle judged offline names the same root
+// cause.
+func collectRealBundle(t *testing.T, r *realFleet, b realBundle) {
 	t.Helper()
-	dir := collectLive(t, r.kubeconfig, name)
-	now := time.Now().UTC().Add(20 * time.Minute).Truncate(time.Second).Format(time.RFC3339)
-	expect := fmt.Sprintf(`description: "Produced by the real controllers (internal/e2e/realsched_test.go): Fleet v0.16.0 controller, agentmanagement and agent, kube-controller-manager and kube-scheduler v1.37.2, KWOK v0.8.0 as the kubelets. %s"
+	dir := collectLive(t, r.kubeconfig, b.name)
+	now := time.Now().UTC().Add(b.after).Truncate(time.Second).Format(time.RFC3339)
+	expect := fmt.Sprintf(`description: "Produced by the real controllers (internal/e2e/%s): %s, kube-controller-manager and kube-scheduler v1.37.2, KWOK v0.8.0 as the kubelets. %s"
 now: %q
 rootCauses: [%s]
 findings: [%s]
 forbid: [%s]
-`, what, now, root, findings, forbid)
+`, b.file, b.controllers, b.what, now, b.root, b.findings, b.forbid)
 	if err := os.WriteFile(filepath.Join(dir, "expect.yaml"), []byte(expect), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	readme := "# " + name + "\n\nProduced by the real controllers, not written by hand: `unstick collect` of the live failure made by\n" +
-		"`TestRealSchedulerAgentPodUnschedulable` (internal/e2e/realsched_test.go) with the Fleet v0.16.0 controller, agentmanagement\n" +
-		"and agent (the fleet-agent Deployment is the one Fleet renders and its agent applies), kube-controller-manager and\n" +
+	readme := "# " + b.name + "\n\nProduced by the real controllers, not written by hand: `unstick collect` of the live failure made by\n" +
+		"`" + b.test + "` (internal/e2e/" + b.file + ") with " + b.controllers + ", kube-controller-manager and\n" +
 		"kube-scheduler v1.37.2, and KWOK v0.8.0 standing in for the kubelets. Regenerate with\n" +
-		"`UNSTICK_COLLECT_REAL=1 go test ./internal/e2e -run TestRealSchedulerAgentPodUnschedulable -count=1 -timeout 30m`.\n"
+		"`UNSTICK_COLLECT_REAL=1 go test ./internal/e2e -run " + b.test + " -count=1 -timeout 30m`.\n"
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(readme), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, _ := run(t, "scan", "--from", dir, "-o", "json", "-q", "--now", now)
-	if s := parse(t, out, errOut); !s.has(root) {
-		t.Errorf("the collected bundle judged offline lacks %s:\n%s", root, out)
+	if s := parse(t, out, errOut); !s.has(b.root) {
+		t.Errorf("the collected bundle judged offline lacks %s:\n%s", b.root, out)
 	}
+}
+
+// collectRealSched collects a failure of TestRealSchedulerAgentPodUnschedulable, judged past
+// pod.pendingAfter's default.
+func collectRealSched(t *testing.T, r *realFleet, name, root, findings, forbid, what string) {
+	t.Helper()
+	collectRealBundle(t, r, realBundle{name: name, test: "TestRealSchedulerAgentPodUnschedulable", file: "realsched_test.go", after: 20 * time.Minute,
+		root: root, findings: findings, forbid: forbid, what: what,
+		controllers: "the Fleet v0.16.0 controller, agentmanagement and agent (the fleet-agent Deployment is the one Fleet renders and its agent applies)"})
 }

@@ -195,6 +195,15 @@ func (f *Fleet) Register(t T, down *Bed, name string, o AgentOptions) *Agent {
 	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("testbed: %v", err)
 	}
+	return f.runAgent(t, down)
+}
+
+// runAgent starts the fleet-agent process for a downstream bed whose fleet-agent-bootstrap
+// Secret and fleet-agent ConfigMap are in place (the pod the fleet-agent Deployment would run)
+// and waits until it has registered and stored its credentials in the fleet-agent Secret.
+func (f *Fleet) runAgent(t T, down *Bed) *Agent {
+	t.Helper()
+	ctx := t.Context()
 	a := &Agent{Fleet: f, Bed: down}
 	a.Proc = down.Run(t, "fleet-agent", f.bins["fleetagent"], nil, append(fleetProcessEnv(down.kubeconfigDirect()),
 		// One identity across restarts, as the pod's name is: a restarted agent takes its lease back at once.
@@ -205,7 +214,7 @@ func (f *Fleet) Register(t T, down *Bed, name string, o AgentOptions) *Agent {
 		"FLEET_AGENT_METRICS_BIND_ADDRESS=0",
 		"FLEET_AGENT_PROBE_BIND_ADDRESS=0",
 	))
-	err = poll(ctx, 2*time.Minute, func() (bool, error) {
+	err := poll(ctx, 2*time.Minute, func() (bool, error) {
 		s, err := down.Client.CoreV1().Secrets(FleetSystemNamespace).Get(ctx, "fleet-agent", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
@@ -218,6 +227,63 @@ func (f *Fleet) Register(t T, down *Bed, name string, o AgentOptions) *Agent {
 		t.Fatalf("testbed: the agent did not register: %v\n%s\n%s", err, down.Logs("fleet-agent"), f.Bed.Logs("fleet-agentmanagement"))
 	}
 	return a
+}
+
+// Import registers a downstream bed the way Rancher registers the clusters it manages
+// (manager-initiated registration): the downstream kubeconfig in a Secret on the management
+// cluster and a Fleet Cluster whose spec.kubeConfigSecret names it. Fleet's agentmanagement
+// then deploys the agent itself — the fleet-agent Deployment, ConfigMap and bootstrap Secret
+// with a fresh registration token, applied downstream through that kubeconfig — and records
+// status.agentDeployedGeneration; only for such clusters does it act on
+// spec.redeployAgentGeneration. The agent's pod is KWOK's; the agent itself runs as the bed's
+// process, started once its bootstrap Secret is there. Import returns once it has registered.
+func (f *Fleet) Import(t T, down *Bed, name string, labels map[string]string) *Agent {
+	t.Helper()
+	ctx := t.Context()
+	kc, err := os.ReadFile(down.kubeconfigDirect())
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	secret := name + "-kubeconfig"
+	if _, err := f.Bed.Client.CoreV1().Secrets(FleetDefaultNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secret}, Data: map[string][]byte{"value": kc},
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("testbed: %v", err)
+	}
+	fc := &fleetv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: FleetDefaultNamespace, Labels: labels},
+		Spec:       fleetv1.ClusterSpec{KubeConfigSecret: secret, KubeConfigSecretNamespace: FleetDefaultNamespace},
+	}
+	if err := f.Client.Create(ctx, fc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("testbed: creating Fleet Cluster %s: %v", name, err)
+	}
+	if err := f.WaitAgentDeployed(ctx, name, 0, 2*time.Minute); err != nil {
+		t.Fatalf("testbed: %v\n%s", err, f.Bed.Logs("fleet-agentmanagement"))
+	}
+	return f.runAgent(t, down)
+}
+
+// WaitAgentDeployed waits until agentmanagement has deployed generation gen of the Fleet
+// Cluster's agent: it sets status.agentDeployedGeneration once the agent's objects are applied
+// downstream.
+func (f *Fleet) WaitAgentDeployed(ctx context.Context, name string, gen int64, timeout time.Duration) error {
+	var last string
+	err := poll(ctx, timeout, func() (bool, error) {
+		var fc fleetv1.Cluster
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: FleetDefaultNamespace, Name: name}, &fc); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		if d := fc.Status.AgentDeployedGeneration; d == nil || *d != gen {
+			last = fmt.Sprintf("status.agentDeployedGeneration %v, want %d", d, gen)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("Fleet Cluster %s/%s: agent generation %d not deployed: %v (%s)", FleetDefaultNamespace, name, gen, err, last)
+	}
+	return nil
 }
 
 // poll calls cond every 500ms until it is true, fails, or timeout passes.
