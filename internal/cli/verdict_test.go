@@ -413,3 +413,30 @@ func TestPreflightTargetVersionGate(t *testing.T) {
 		t.Errorf("--target-version v1.32: exit %d, want %d with the release blocking:\n%s%s", code, ExitFindings, out, errOut)
 	}
 }
+
+// A bundle without clusters/ is one cluster, named after what it holds ("local" for a
+// management cluster): the context its commands carry is that name, never the loader's
+// placeholder for it (a NUL-prefixed name once reached `fix`'s kubectl lines).
+func TestSingleClusterBundleCommandsNameTheCluster(t *testing.T) {
+	dir := "../../testdata/scenarios/fleet/agent-upgrade-stuck-positive"
+	js := mustOut(t, "scan", "--from", dir, "--now", "2026-11-28T09:30:00Z", "-o", "json")
+	var r struct {
+		Clusters []struct{ Name, Context string }
+	}
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Clusters) != 1 || r.Clusters[0].Name != "local" || r.Clusters[0].Context != "local" {
+		t.Errorf("clusters %+v, want one named local with context local", r.Clusters)
+	}
+	for _, args := range [][]string{
+		{"scan", "--from", dir, "--now", "2026-11-28T09:30:00Z"},
+		{"fix", "--from", dir, "--now", "2026-11-28T09:30:00Z"},
+		{"fix", "--from", dir, "--now", "2026-11-28T09:30:00Z", "-o", "json"},
+	} {
+		out, _, _ := run(t, args...)
+		if strings.ContainsRune(out, 0) || strings.Contains(out, `\u0000`) || strings.Contains(out, "context 'root'") || !strings.Contains(out, "--context local -n fleet-default patch") {
+			t.Errorf("%v: the redeploy command is not aimed at --context local:\n%s", args, out)
+		}
+	}
+}

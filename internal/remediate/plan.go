@@ -209,6 +209,19 @@ type Step struct {
 	// the real Fleet v0.16.0 the controller reconciles a force-sync at once while a dead or
 	// crash-looping agent leaves the release pending: the bump alone proves nothing.
 	Settles *ReleaseRef `json:"settles,omitempty"`
+	// ChecksIn is set on the agent steps (redeploy, restart) of an incident whose agent stopped
+	// checking in: the step verifies only once that Fleet Cluster's status.agent.lastSeen is
+	// later than the step's start. agentmanagement records a redeploy as deployed whether or
+	// not the agent comes back (against the real Fleet v0.16.0 it does so for a wedged agent
+	// whose pod it leaves running), so the controller's reconcile alone proves nothing.
+	ChecksIn *FleetClusterRef `json:"checksIn,omitempty"`
+}
+
+// FleetClusterRef names a Fleet Cluster on a management cluster.
+type FleetClusterRef struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 // ReleaseRef names a Helm release on a cluster.

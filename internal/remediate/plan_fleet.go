@@ -21,15 +21,36 @@ func (pl *planner) agent(inc finding.Incident) []Attempt {
 	why := pl.reasonsAbout(inc, func(finding.Finding) bool { return true })
 	var out []Attempt
 	if r, risk, ok := rung(root, RungResync, sigRedeploy); ok && fc != nil {
-		out = append(out, single(pl.redeployStep(m, fc, RungResync, risk, r.Action, why)))
+		out = append(out, single(checksIn(inc, m, fc, pl.redeployStep(m, fc, RungResync, risk, r.Action, why))))
 	}
 	if r, risk, ok := rung(root, RungRestart, sigRestartAgent); ok {
 		if d := agentDeployment(down, fc); d != nil {
-			out = append(out, single(pl.restartStep(down, d, risk, r.Action, why)))
+			out = append(out, single(checksIn(inc, m, fc, pl.restartStep(down, d, risk, r.Action, why))))
 		}
 	}
 	return out
 }
+
+// checksIn makes an agent step of an incident whose agent stopped checking in (its root
+// cause or a symptom is fleet/agent-heartbeat-stale) wait for the agent's next check-in
+// before it verifies (Step.ChecksIn).
+func checksIn(inc finding.Incident, m *snapshot.Cluster, fc *fleetv1.Cluster, s Step) Step {
+	if m == nil || fc == nil {
+		return s
+	}
+	stale := inc.RootCause.ID == heartbeatStale
+	for _, f := range inc.Symptoms {
+		stale = stale || f.ID == heartbeatStale
+	}
+	if !stale {
+		return s
+	}
+	s.ChecksIn = &FleetClusterRef{Cluster: m.Name, Namespace: fc.Namespace, Name: fc.Name}
+	s.Verify += fmt.Sprintf("; and the agent of Fleet Cluster %s/%s checks in after the step began (status.agent.lastSeen): the agent itself is back", fc.Namespace, fc.Name)
+	return s
+}
+
+const heartbeatStale = "fleet/agent-heartbeat-stale"
 
 // agentTargets finds, for a finding about an agent, the management cluster and Fleet Cluster
 // that deploy it and the downstream cluster it runs on (each nil when not in the snapshot).
@@ -128,7 +149,7 @@ func (pl *planner) bundle(inc finding.Incident) []Attempt {
 	if r, risk, ok := rung(root, RungResync, sigResync); ok {
 		if fleet.IsAgentBundle(name) {
 			if fc != nil {
-				out = append(out, single(pl.redeployStep(m, fc, RungResync, risk, r.Action, why)))
+				out = append(out, single(checksIn(inc, m, fc, pl.redeployStep(m, fc, RungResync, risk, r.Action, why))))
 			}
 		} else if b := pl.bundleTarget(m, bd.Labels.Get(fleet.LabelBundleNamespace), name); b != nil {
 			out = append(out, single(pl.forceSyncStep(m, b, RungResync, risk, r.Action, why)))
@@ -136,7 +157,7 @@ func (pl *planner) bundle(inc finding.Incident) []Attempt {
 	}
 	if r, risk, ok := rung(root, RungRestart, sigRestartAgent); ok {
 		if d := agentDeployment(down, fc); d != nil {
-			out = append(out, single(pl.restartStep(down, d, risk, r.Action, why)))
+			out = append(out, single(checksIn(inc, m, fc, pl.restartStep(down, d, risk, r.Action, why))))
 		}
 	}
 	if r, risk, ok := rung(root, RungRestart, sigRestartFleetC); ok {

@@ -96,6 +96,32 @@ func TestPlanNoRedeployForSelfRegisteredAgent(t *testing.T) {
 	}
 }
 
+// An agent that stopped checking in: its redeploy verifies only on the agent's next check-in
+// (agentmanagement reports a redeploy done whether or not the agent comes back), and so does
+// a restart; an agent whose heartbeat is fine gets no such wait.
+func TestPlanAgentStepsWaitForCheckIn(t *testing.T) {
+	p := plan(t, scenario("fleet/agent-heartbeat-stale-positive"), remediate.Options{MaxRisk: remediate.Low})
+	n := 0
+	for _, s := range p.Steps() {
+		if s.Action != remediate.RedeployAgent && s.Action != remediate.RolloutRestart {
+			continue
+		}
+		n++
+		if s.ChecksIn == nil || s.ChecksIn.Cluster == "" || s.ChecksIn.Name == "" || !strings.Contains(s.Verify, "checks in after the step began") {
+			t.Errorf("%s step %s does not wait for the agent's check-in: %+v %q", s.Action, s.ID, s.ChecksIn, s.Verify)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no redeploy or restart step planned for a stale agent")
+	}
+	p = plan(t, scenario("fleet/agent-upgrade-stuck-positive"), remediate.Options{MaxRisk: remediate.Low})
+	for _, s := range p.Steps() {
+		if s.ChecksIn != nil {
+			t.Errorf("%s step %s waits for a check-in, but that agent checks in", s.Action, s.ID)
+		}
+	}
+}
+
 // The agent's pending release, seen from both sides: Fleet is asked to redeploy the agent
 // first (low), the Helm rollback comes next (medium, above the default cap), observe first of
 // all. Every mutating step names its precondition, verification and command.

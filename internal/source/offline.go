@@ -487,6 +487,9 @@ func (l *loader) nameRoot(s *snapshot.Snapshot) {
 		name = name + "-root"
 	}
 	c.Name = name
+	if c.ContextSource == snapshot.ContextFromName {
+		c.Context = name // it was named after the placeholder
+	}
 	for i := range s.Errors {
 		if s.Errors[i].Cluster == rootCluster {
 			s.Errors[i].Cluster = name

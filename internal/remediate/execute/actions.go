@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -341,6 +342,10 @@ func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, v 
 			ok, why, err = e.releaseSettled(ctx, st)
 			return spec >= st.Generation, ok, why, err
 		}
+		if ok && st.ChecksIn != nil {
+			ok, why, err = e.checkedIn(ctx, st, v.began)
+			return spec >= st.Generation, ok, "agentmanagement deployed the agent again, but " + why, err
+		}
 		return spec >= st.Generation, ok, fmt.Sprintf("status.agentDeployedGeneration is %s, waiting for %d (is the Fleet controller running?)", int64OrUnset(deployed, found), st.Generation), nil
 	case remediate.ForceSync:
 		spec, _, _ := unstructured.NestedInt64(u.Object, "spec", "forceSyncGeneration")
@@ -361,6 +366,10 @@ func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, v 
 			return true, false, fmt.Sprintf("status.observedGeneration is still %d: the deployment controller has not seen the restart (is it running?)", observed), nil
 		}
 		ok, why := rolledOut(u)
+		if ok && st.ChecksIn != nil {
+			ok, why, err = e.checkedIn(ctx, st, v.began)
+			return true, ok, "the rollout completed, but " + why, err
+		}
 		return true, ok, why, nil
 	case remediate.PatchPlanImage:
 		got, _, _ := unstructured.NestedString(u.Object, "spec", st.Image.Stage, "image")
@@ -376,11 +385,39 @@ func (e *Executor) state(ctx context.Context, cl *cluster, st remediate.Step, v 
 	return false, false, "", fmt.Errorf("no verification for action %s", st.Action)
 }
 
-// vals are what a step decided or read at run time: the restart time it writes and the status
-// value it waits to see move.
+// vals are what a step decided or read at run time: the restart time it writes, the status
+// value it waits to see move, and when it began.
 type vals struct {
 	restartedAt string
 	baseline    *int64
+	began       time.Time
+}
+
+// checkedIn says whether the agent of the Fleet Cluster a step names (Step.ChecksIn) checked in
+// after the step began. It only reads.
+func (e *Executor) checkedIn(ctx context.Context, st remediate.Step, began time.Time) (bool, string, error) {
+	r := st.ChecksIn
+	cl, err := e.cluster(ctx, r.Cluster)
+	if err != nil {
+		return false, "", err
+	}
+	ref := remediate.Object{Cluster: r.Cluster, APIVersion: "fleet.cattle.io/v1alpha1", Kind: "Cluster", Namespace: r.Namespace, Name: r.Name}
+	u, err := cl.read(ctx, ref)
+	if err != nil {
+		return false, "", err
+	}
+	if u == nil {
+		return false, fmt.Sprintf("Fleet Cluster %s/%s no longer exists", r.Namespace, r.Name), nil
+	}
+	raw, _, _ := unstructured.NestedString(u.Object, "status", "agent", "lastSeen")
+	seen, perr := time.Parse(time.RFC3339, raw)
+	if perr == nil && !began.IsZero() && seen.After(began) {
+		return true, "", nil
+	}
+	if raw == "" {
+		raw = "unset"
+	}
+	return false, fmt.Sprintf("the agent of Fleet Cluster %s/%s has not checked in since the step began (status.agent.lastSeen %s): it is not back", r.Namespace, r.Name, raw), nil
 }
 
 // moved reports a status value that changed since it was read before the write (true when

@@ -395,7 +395,7 @@ func (e *Executor) finishWritten(ctx context.Context, st remediate.Step) (string
 	if err != nil {
 		return StatusFailed, err.Error(), err
 	}
-	v := vals{restartedAt: prev.restartedAt, baseline: prev.baseline}
+	v := vals{restartedAt: prev.restartedAt, baseline: prev.baseline, began: prev.began}
 	if st.Action.Mutating() {
 		in, _, _, err := e.state(ctx, cl, st, v)
 		if err != nil {
@@ -572,7 +572,7 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 	}
 	var v vals
 	if prev != nil {
-		v = vals{restartedAt: prev.restartedAt, baseline: prev.baseline}
+		v = vals{restartedAt: prev.restartedAt, baseline: prev.baseline, began: prev.began}
 	}
 	// A step an interrupted run began may already be written: verify it, never write twice.
 	if prev != nil && prev.phases[PhaseBegin] {
@@ -627,9 +627,10 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 	if st.Action == remediate.RolloutRestart && v.restartedAt == "" {
 		v.restartedAt = time.Now().UTC().Format(time.RFC3339)
 	}
+	v.began = time.Now().UTC()
 	if err := e.record(st, PhaseBegin, st.Change, func(en *Entry) {
 		s := st
-		en.Plan, en.RestartedAt = &s, v.restartedAt
+		en.Plan, en.RestartedAt, en.Time = &s, v.restartedAt, v.began
 		if len(attempt) > 1 {
 			en.Attempt = attempt
 		}

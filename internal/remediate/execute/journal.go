@@ -152,6 +152,7 @@ type stepState struct {
 	terminal    string // verified, unverified, abandoned ("" if not finished)
 	restartedAt string
 	baseline    *int64
+	began       time.Time // when the step began (its begin line)
 	writes      []Write
 	// cont, migrated and pages are a storage migration's progress (its last progress line).
 	cont     string
@@ -181,6 +182,9 @@ func states(entries []Entry) map[string]*stepState {
 		}
 		if e.RestartedAt != "" {
 			s.restartedAt = e.RestartedAt
+		}
+		if e.Phase == PhaseBegin {
+			s.began = e.Time
 		}
 		if e.Baseline != nil {
 			s.baseline = e.Baseline
