@@ -56,15 +56,18 @@ func newFixCmd(s Streams, g *globalOptions) *cobra.Command {
 		Long: `Turns what scan finds into a remediation plan and, only with --apply, carries it out.
 
 For each incident the plan climbs the fix ladder, lowest risk first: observe (save the objects,
-their events and logs), resync (bump a Fleet Cluster's redeployAgentGeneration, or a Bundle's or
-GitRepo's forceSyncGeneration), restart (the agent's or controller's Deployment, as kubectl
-rollout restart does), repair (roll a pending Helm release back as helm rollback does, or mark
-it failed where nothing can be rolled back to; delete a stuck SUC Job; remove a node's
-plan.upgrade.cattle.io/<plan> label; uncordon a node left cordoned), realign (patch a SUC Plan's
-image to one the registry confirms for every node's platform). Every step says what it changes,
-why (the finding and its evidence), its risk, what must still hold when it runs (the objects'
-resourceVersion when planned), how success is verified, and the kubectl or helm command an
-operator would type instead. --max-risk caps what runs (default low); steps above it are listed.
+their events and logs), resync (bump a Fleet Cluster's redeployAgentGeneration — only where
+Fleet deploys the agent itself, spec.kubeConfigSecret set, as Rancher registers its clusters —
+or a Bundle's or GitRepo's forceSyncGeneration), restart (the agent's or controller's
+Deployment, as kubectl rollout restart does), repair (roll a pending Helm release back as helm
+rollback does, or mark it failed where nothing can be rolled back to; delete a stuck SUC Job;
+remove a node's plan.upgrade.cattle.io/<plan> label; uncordon a node left cordoned), realign
+(patch a SUC Plan's image to one the registry confirms for every node's platform). Every step
+says what it changes, why (the finding and its evidence), its risk, what must still hold when it
+runs (the objects' resourceVersion when planned), how success is verified (for an agent that
+stopped checking in, its next check-in, not only the controller's reconcile), and the kubectl or
+helm command an operator would type instead. --max-risk caps what runs (default low); steps
+above it are listed.
 
 Without --apply nothing is changed. With --apply each step asks first (--yes answers yes), then:
 backs up every object it will touch (YAML, one file per object, with events and pod logs as
