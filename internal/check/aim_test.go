@@ -138,3 +138,44 @@ func TestPersonaliseLeavesOutRedeployForSelfRegisteredAgent(t *testing.T) {
 		t.Errorf("notes do not say why the redeploy is left out:\n%s", notes)
 	}
 }
+
+// A restart of a Deployment the cluster does not have (the agent's Deployment deleted) is left
+// out with a note, once the cluster's Deployments were read; with the Deployment there, or
+// with no Deployment read at all, the command stays.
+func TestPersonaliseLeavesOutRestartOfMissingDeployment(t *testing.T) {
+	build := func(docs ...string) *snapshot.Snapshot {
+		b := snapshot.NewBuilder()
+		b.DeclareCluster(snapshot.ClusterInfo{Name: "edge", Role: snapshot.Downstream, Context: "edge-admin"})
+		for _, doc := range docs {
+			var h snapshot.Header
+			if err := json.Unmarshal([]byte(doc), &h); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.AddJSON("edge", "test", &h, []byte(doc)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.Build()
+	}
+	coredns := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"rke2-coredns-rke2-coredns","namespace":"kube-system"},"spec":{"selector":{}}}`
+	agent := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"fleet-agent","namespace":"cattle-fleet-system"},"spec":{"selector":{}}}`
+	restart := func(s *snapshot.Snapshot) finding.Step {
+		f := finding.Finding{
+			ID: "fleet/agent-heartbeat-stale", Cluster: "edge",
+			Object: finding.ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "cattle-fleet-system"},
+			Remediation: []finding.Step{{Rung: "restart", Commands: []string{
+				`kubectl -n cattle-fleet-system rollout restart deployment/fleet-agent`,
+			}}},
+		}
+		personalise(indexSnapshot(s), &f)
+		return f.Remediation[0]
+	}
+	if st := restart(build(coredns)); len(st.Commands) != 0 || !strings.Contains(strings.Join(st.Notes, "\n"), "cluster edge has no Deployment cattle-fleet-system/fleet-agent") {
+		t.Errorf("agent Deployment missing: commands %q, notes %q", st.Commands, st.Notes)
+	}
+	for name, s := range map[string]*snapshot.Snapshot{"present": build(coredns, agent), "not read": build()} {
+		if st := restart(s); len(st.Commands) != 1 || !strings.Contains(st.Commands[0], "--context edge-admin -n cattle-fleet-system rollout restart deployment/fleet-agent") {
+			t.Errorf("%s: commands %q, want the restart aimed at edge-admin", name, st.Commands)
+		}
+	}
+}

@@ -68,6 +68,10 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 				}
 				return vars[name]
 			})
+			if d, ok := missingDeployment(ix, f, c); ok {
+				st.Notes = appendNew(st.Notes, "The restart command is left out: "+d+".")
+				continue
+			}
 			if a != nil {
 				var note string
 				c, note = a.aim(c, stepOnManagement)
@@ -230,4 +234,27 @@ func objectVars(o finding.ObjectRef) map[string]string {
 		v["quota"] = o.Name
 	}
 	return v
+}
+
+var restartCommand = regexp.MustCompile(`-n (\S+) rollout restart deployment/([a-z0-9][a-z0-9.\-]*)`)
+
+// missingDeployment says, for a `rollout restart` of a Deployment on the finding's own cluster,
+// that the cluster has no such Deployment: its Deployments were read (it has some, as every
+// real cluster does in the namespaces unstick reads), and none has that namespace and name —
+// an agent whose Deployment was deleted has nothing to restart.
+func missingDeployment(ix *snapIndex, f *finding.Finding, cmd string) (string, bool) {
+	m := restartCommand.FindStringSubmatch(cmd)
+	if ix == nil || m == nil || managementCommand.MatchString(cmd) {
+		return "", false
+	}
+	c := ix.snap.Cluster(subject(f))
+	if c == nil || len(c.Deployments) == 0 {
+		return "", false
+	}
+	for _, d := range c.Deployments {
+		if d.Namespace == m[1] && d.Name == m[2] {
+			return "", false
+		}
+	}
+	return "cluster " + c.Name + " has no Deployment " + m[1] + "/" + m[2], true
 }

@@ -180,8 +180,15 @@ func (t *tableWriter) incident(n int, inc finding.Incident) {
 	}
 }
 
-// nextStep is the first rung of the ladder that changes something, else the first rung.
+// nextStep is the first rung of the ladder that changes something and still has a command
+// (personalising leaves out commands that cannot apply, such as a restart of a Deployment the
+// cluster does not have), else the first that changes something, else the first rung.
 func nextStep(f finding.Finding) (finding.Step, bool) {
+	for _, s := range f.Remediation {
+		if s.Rung != "observe" && len(s.Commands) > 0 {
+			return s, true
+		}
+	}
 	for _, s := range f.Remediation {
 		if s.Rung != "observe" {
 			return s, true
