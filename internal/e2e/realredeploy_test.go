@@ -95,8 +95,8 @@ func TestRealFleetAgentRedeploy(t *testing.T) {
 	restored := time.Now()
 	out, errOut, code = run(t, "restore", restartDir, "--kubeconfig", r.kubeconfig)
 	t.Logf("restore: exit %d\n%s%s", code, out, errOut)
-	if code != 0 {
-		t.Errorf("restore exit %d, want 0: only the controllers' status moved since unstick's writes", code)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("spec.redeployAgentGeneration back to %d: Fleet redeploys the agent once more", gen)) {
+		t.Errorf("restore exit %d, want 0 and the redeploy it causes said: only the controllers' status moved since unstick's writes", code)
 	}
 	if err := r.fleet.WaitAgentDeployed(ctx, fc.Name, gen, 90*time.Second); err != nil {
 		t.Errorf("after restore: %v\n%s", err, r.mgmt.Logs("fleet-agentmanagement"))
@@ -200,8 +200,8 @@ func TestRealFleetAgentRestart(t *testing.T) {
 
 	out, errOut, code = run(t, "restore", dir, "--kubeconfig", r.kubeconfig)
 	t.Logf("restore: exit %d\n%s%s", code, out, errOut)
-	if code != 0 {
-		t.Errorf("restore exit %d, want 0: only the Deployment controller's status moved since unstick's write", code)
+	if code != 0 || !strings.Contains(out, "the pod template is changed back, so the Deployment rolls out once more") {
+		t.Errorf("restore exit %d, want 0 and the rollout it causes said: only the Deployment controller's status moved since unstick's write", code)
 	}
 	if d := r.agentDeploy(t); d == nil || d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] != "" {
 		t.Errorf("after restore the Deployment's template still carries restartedAt (or is gone)")

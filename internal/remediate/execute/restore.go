@@ -291,8 +291,28 @@ func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreIte
 		}
 		clean.SetResourceVersion(now.GetResourceVersion())
 	}
-	r.Status = Restored
+	r.Status, r.Message = Restored, restoreSideEffect(obj, saved, live)
 	return r
+}
+
+// restoreSideEffect says what putting an object back makes its controller do, when that is
+// more than nothing: restoring is a change like any other.
+func restoreSideEffect(obj remediate.Object, saved, live *unstructured.Unstructured) string {
+	switch {
+	case obj.Group() == "fleet.cattle.io" && obj.Kind == "Cluster":
+		was, _, _ := unstructured.NestedInt64(saved.Object, "spec", "redeployAgentGeneration")
+		now, _, _ := unstructured.NestedInt64(live.Object, "spec", "redeployAgentGeneration")
+		if was != now {
+			return fmt.Sprintf("spec.redeployAgentGeneration back to %d: Fleet redeploys the agent once more (it acts whenever the deployed generation differs)", was)
+		}
+	case obj.Group() == "apps" && obj.Kind == "Deployment":
+		was, _, _ := unstructured.NestedString(saved.Object, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)
+		now, _, _ := unstructured.NestedString(live.Object, "spec", "template", "metadata", "annotations", RestartedAtAnnotation)
+		if was != now {
+			return "the pod template is changed back, so the Deployment rolls out once more"
+		}
+	}
+	return ""
 }
 
 func secretType(u *unstructured.Unstructured) string {
