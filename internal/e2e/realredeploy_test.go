@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -53,6 +54,9 @@ func TestRealFleetAgentRedeploy(t *testing.T) {
 	}, func() string { return podsLine(r.agentPods(t)) + "\n" + r.mgmt.Logs("fleet-agentmanagement") })
 	t.Logf("agent deployed by agentmanagement (generation %d) and checked in at %s", gen, time.Since(began).Round(time.Second))
 
+	agentSettled(t, r)
+	kubelet := startAgentKubelet(t, r)
+
 	// The heartbeat goes stale: fleet.heartbeatStaleAfter is lowered from 30m to 40s (the agent
 	// checks in every 15s here).
 	thresholds := []string{"--threshold", "fleet.heartbeatStaleAfter=40s"}
@@ -64,12 +68,11 @@ func TestRealFleetAgentRedeploy(t *testing.T) {
 		s, raw := r.scan(t, thresholds...)
 		t.Logf("scan (%s): root causes %v; findings %v", what, s.rootCauses(), s.keys())
 		if !strings.Contains(strings.Join(s.rootCauses(), " "), "fleet/agent-heartbeat-stale") {
-			t.Fatalf("scan (%s) does not name fleet/agent-heartbeat-stale as a root cause:\n%s", what, raw)
+			t.Fatalf("scan (%s) does not name fleet/agent-heartbeat-stale as a root cause:\n%s\n%s", what, raw, kubelet.events())
 		}
 		return s, raw
 	}
 	fixArgs := append([]string{"fix", "--kubeconfig", r.kubeconfig, "--all-contexts", "-q", "--apply", "--yes", "--verify-timeout", "75s"}, thresholds...)
-	kubelet := startAgentKubelet(t, r)
 
 	// 0. A wedged agent: the process stops while its pod keeps running (KWOK keeps the pod
 	// Running, as a kubelet does a container whose process hangs). The resync rung comes
@@ -169,6 +172,7 @@ func TestRealFleetAgentRestart(t *testing.T) {
 	waitUntil(t, "the agent checks in", time.Minute, func() bool {
 		return r.fleetCluster(t).Status.Agent.LastSeen.After(began)
 	}, r.logs)
+	agentSettled(t, r)
 	kubelet := startAgentKubelet(t, r)
 	thresholds := []string{"--threshold", "fleet.heartbeatStaleAfter=40s"}
 
@@ -179,7 +183,7 @@ func TestRealFleetAgentRestart(t *testing.T) {
 	s, raw := r.scan(t, thresholds...)
 	t.Logf("scan: root causes %v; findings %v", s.rootCauses(), s.keys())
 	if !strings.Contains(strings.Join(s.rootCauses(), " "), "fleet/agent-heartbeat-stale") {
-		t.Fatalf("scan does not name fleet/agent-heartbeat-stale as a root cause:\n%s", raw)
+		t.Fatalf("scan does not name fleet/agent-heartbeat-stale as a root cause:\n%s\n%s", raw, kubelet.events())
 	}
 	if strings.Contains(raw, "redeployAgentGeneration\\\":") || !strings.Contains(raw, "was registered by its agent (no spec.kubeConfigSecret)") {
 		t.Errorf("scan offers a redeploy Fleet would ignore, or does not say why it offers none:\n%s", raw)
@@ -207,6 +211,31 @@ func TestRealFleetAgentRestart(t *testing.T) {
 		t.Errorf("after restore the Deployment's template still carries restartedAt (or is gone)")
 	}
 	t.Logf("wall time %s", time.Since(began).Round(time.Second))
+}
+
+// agentSettled waits until the agent has applied its own bundle (the fleet-agent-<cluster>
+// BundleDeployment Ready) and the fleet-agent Deployment's rollout is complete: no further
+// rollout is coming that would give the agent a new pod (and the kubelet stand-in a reason to
+// start it) while a test keeps it wedged.
+func agentSettled(t *testing.T, r *realFleet) {
+	t.Helper()
+	waitUntil(t, "the agent's own bundle Ready and its Deployment rolled out", 3*time.Minute, func() bool {
+		var l fleetv1.BundleDeploymentList
+		if err := r.fleet.Client.List(t.Context(), &l); err != nil {
+			return false
+		}
+		ready := false
+		for i := range l.Items {
+			if strings.HasPrefix(l.Items[i].Labels["fleet.cattle.io/bundle-name"], "fleet-agent-") {
+				ready = bdReady(&l.Items[i])
+			}
+		}
+		d := r.agentDeploy(t)
+		if !ready || d == nil || len(d.Spec.Template.Spec.Containers) == 0 {
+			return false
+		}
+		return rolledOut(d, r.agentPods(t), d.Spec.Template.Spec.Containers[0].Image)
+	}, func() string { return podsLine(r.agentPods(t)) + "\n" + r.fleetState(t) })
 }
 
 // agentKubelet is the kubelet of the agent's pod, as a test stand-in: while a fleet-agent pod
