@@ -43,6 +43,9 @@ type ClusterInfo struct {
 	// (helm: --kube-apiserver) next to Context: a cluster read through Rancher's proxy with
 	// the credentials of a context that points at Rancher itself.
 	ContextServer string
+	// Kubeconfig, when set, is the kubeconfig file printed commands pass with --kubeconfig:
+	// the one given on the command line of a live read. Bundles do not record it.
+	Kubeconfig string
 }
 
 // Builder collects objects from a source and produces a Snapshot. Add* may be called from
@@ -639,6 +642,7 @@ func (b *Builder) Build() *Snapshot {
 		c.Role, c.Server, c.FleetCluster = info.Role, info.Server, info.FleetCluster
 		c.ServerVersion = info.ServerVersion
 		c.Context, c.ContextSource, c.ContextServer = info.Context, ContextRecorded, info.ContextServer
+		c.Kubeconfig = info.Kubeconfig
 		if c.Context == "" {
 			// A bundle that does not say how it was collected: the cluster's name is the
 			// best guess, and the report says it is one.
