@@ -138,9 +138,10 @@ type Header struct {
 // IsObject reports whether h names a Kubernetes object (or a list of them).
 func (h *Header) IsObject() bool { return h.APIVersion != "" && h.Kind != "" }
 
-// IsList reports a List object (kind List or *List with items).
+// IsList reports a List object: kind List, or a typed list (PodList) with items or without a
+// name (the API server writes an empty one's items as null).
 func (h *Header) IsList() bool {
-	return h.Kind == "List" || (strings.HasSuffix(h.Kind, "List") && h.Items != nil)
+	return h.Kind == "List" || (strings.HasSuffix(h.Kind, "List") && (h.Items != nil || h.Metadata.Name == ""))
 }
 
 // AddJSON decodes one object (never a List: the caller expands those) of any kind into the
