@@ -20,7 +20,7 @@ import (
 // log in DIR/<namespace>/<pod>/logs.txt between marker lines. The example's prod-us-1 is
 // replayed into a real API server, real kubectl dumps it as JSON and as YAML, and each dump
 // scans to the agent's missing CRD as the root cause, read from the dumped log, with nothing
-// skipped as not an object.
+// skipped as not an object, and says that no Helm release was judged (a dump holds no Secrets).
 func TestScanReadsAClusterInfoDump(t *testing.T) {
 	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	ctx := t.Context()
@@ -85,10 +85,15 @@ func TestScanReadsAClusterInfoDump(t *testing.T) {
 			t.Errorf("%s dump: root causes %v, want agent/crd-missing read from the dumped log", format, roots)
 		}
 		var rep struct {
-			Skipped []struct{ File, Reason string } `json:"skipped"`
+			Skipped  []struct{ File, Reason string } `json:"skipped"`
+			Warnings []string                        `json:"warnings"`
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatal(err)
+		}
+		// A dump holds no Secrets: the report says the Helm releases were not judged.
+		if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "no Helm release was judged") }) {
+			t.Errorf("%s dump: warnings %q, want one saying no Helm release was judged", format, rep.Warnings)
 		}
 		for _, s := range rep.Skipped {
 			if strings.Contains(s.Reason, "not a Kubernetes object") || strings.Contains(s.Reason, "not read") {
