@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,8 +37,9 @@ func (c checkin) staleAfter(threshold time.Duration) time.Duration {
 // agent's own Deployment runs with (what the agent really uses), then the one the Fleet
 // Cluster's spec.agentEnvVars gives it (appended after the controller's, so it wins), then
 // agentCheckinInterval of the management cluster's fleet-controller config, else Fleet's
-// default. A value that is absent is skipped; one that is unreadable or absurd is skipped with
-// a warning, since a bundle is untrusted.
+// default. A value that is absent, or redacted by a collector that did not keep it, is
+// skipped; one that is unreadable or absurd is skipped with a warning, since a bundle is
+// untrusted.
 type checkins struct {
 	snap *snapshot.Snapshot
 	mu   sync.Mutex
@@ -84,6 +86,9 @@ func (r *checkins) of(m *snapshot.Cluster, fc *fleetv1.Cluster) checkin {
 // be trusted.
 func (r *checkins) judge(value, what, where, src string) (checkin, bool) {
 	d, isDefault, err := fleetconfig.Parse(value)
+	if errors.Is(err, fleetconfig.ErrNotKept) {
+		return checkin{}, false
+	}
 	if err != nil {
 		r.warnf("ignored %s of %s: %v", what, where, err)
 		return checkin{}, false

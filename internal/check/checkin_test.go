@@ -168,6 +168,8 @@ func TestHeartbeatJudgedAgainstTheCheckinInterval(t *testing.T) {
 		{"agent runs 15m although the config says 1h", checkinFleet{lastSeenAgo: 40 * time.Minute, config: chartConfig(`"1h"`), agentEnv: "15m0s"}, true,
 			"it checks in every 15m (CHECKIN_INTERVAL 15m from Deployment cattle-fleet-system/fleet-agent on cluster prod-us-3)", "stale after 30m"},
 		{"agent runs 2h although the config says 15m", checkinFleet{lastSeenAgo: 3 * time.Hour, config: chartConfig(`"15m"`), agentEnv: "2h0m0s"}, false, "", ""},
+		// A bundle collected before the interval was kept holds the env value as [redacted].
+		{"agent env redacted by an older collector: the config decides", checkinFleet{lastSeenAgo: 40 * time.Minute, config: chartConfig(`"1h"`), agentEnv: "[redacted]"}, false, "", ""},
 		{"agent env from a reference: the config decides", checkinFleet{lastSeenAgo: 40 * time.Minute, config: chartConfig(`"1h"`), withoutValue: true}, false, "", ""},
 		{"Fleet Cluster agentEnvVars", checkinFleet{lastSeenAgo: 3 * time.Hour, config: chartConfig(`"15m"`), clusterEnv: "1h"}, true,
 			"(CHECKIN_INTERVAL 1h from spec.agentEnvVars of Fleet Cluster fleet-default/c-m-9dw4t)", "stale after 2h"},
@@ -207,6 +209,7 @@ func TestHeartbeatIgnoresAnUntrustedInterval(t *testing.T) {
 		{"longer than a day", `"48h"`, "", "ignored agentCheckinInterval of ConfigMap cattle-fleet-system/fleet-controller: 48h is longer than 24h", ""},
 		{"days are no Go duration", `"1d"`, "", "ignored agentCheckinInterval of ConfigMap cattle-fleet-system/fleet-controller: not a Go duration", "1d"},
 		{"a number", `3600`, "", "ignored agentCheckinInterval of ConfigMap cattle-fleet-system/fleet-controller: not a Go duration", "3600"},
+		{"agent env replaced by collect", `"1h"`, "[redacted: not a duration]", "ignored CHECKIN_INTERVAL of Deployment cattle-fleet-system/fleet-agent on cluster prod-us-3: not a Go duration", ""},
 		{"agent env garbage", `"1h"`, "sixty-minutes", "ignored CHECKIN_INTERVAL of Deployment cattle-fleet-system/fleet-agent on cluster prod-us-3: not a Go duration", "sixty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,10 @@ const (
 	StaleFactor = 2
 )
 
+// ErrNotKept says a bundle holds the value as redact.Mask: written by a collector that did
+// not keep the interval, so there is nothing to judge and nothing to warn about.
+var ErrNotKept = errors.New("not kept by the collector")
+
 // IsControllerConfig reports the fleet-controller ConfigMap.
 func IsControllerConfig(namespace, name string) bool {
 	return namespace == Namespace && name == ConfigMapName
@@ -51,7 +55,7 @@ func IsControllerConfig(namespace, name string) bool {
 
 // Reduce keeps, of the controller's config (JSON or YAML, as Fleet reads it with
 // sigs.k8s.io/yaml), only agentCheckinInterval: as written when it is a Go duration, else
-// redact.Mask so the reader can say it was set but unreadable without repeating what was
+// redact.NotDuration so the reader can say it was set but unusable without repeating what was
 // there. Reduce of its own output returns the same. "" when the config cannot be read or does
 // not set the interval.
 func Reduce(data string) string {
@@ -65,13 +69,13 @@ func Reduce(data string) string {
 	}
 	s, isString := v.(string)
 	if !isString {
-		s = redact.Mask
+		s = redact.NotDuration
 		if isZero(v) {
 			// Fleet's own sentinel for "the default" (internal/config sanitizeDurations).
 			s = "0s"
 		}
-	} else if _, err := time.ParseDuration(s); err != nil {
-		s = redact.Mask
+	} else if _, err := time.ParseDuration(s); err != nil && s != redact.NotDuration {
+		s = redact.NotDuration
 	}
 	b, _ := json.Marshal(map[string]string{IntervalKey: s})
 	return string(b)
@@ -101,7 +105,7 @@ func ConfigInterval(data string) (string, bool) {
 	}
 	s, isString := v.(string)
 	if !isString {
-		return redact.Mask, true
+		return redact.NotDuration, true
 	}
 	return s, true
 }
@@ -111,6 +115,9 @@ func ConfigInterval(data string) (string, bool) {
 // configured); a value that is no Go duration, negative, or longer than MaxInterval is an
 // error whose text never repeats a value that does not parse.
 func Parse(s string) (d time.Duration, isDefault bool, err error) {
+	if s == redact.Mask {
+		return 0, false, ErrNotKept
+	}
 	if s == "" {
 		return DefaultInterval, true, nil // the agent reads an empty setting as unset
 	}

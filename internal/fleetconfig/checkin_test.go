@@ -23,13 +23,13 @@ func TestReduceKeepsOnlyTheInterval(t *testing.T) {
 		t.Fatalf("Reduce = %s, want %s", got, want)
 	}
 	for in, want := range map[string]string{
-		`{"agentCheckinInterval": "1d", "apiServerCA": "x"}`:   `{"agentCheckinInterval":"[redacted]"}`,
-		`{"agentCheckinInterval": 3600}`:                       `{"agentCheckinInterval":"[redacted]"}`,
-		`{"agentCheckinInterval": 0}`:                          `{"agentCheckinInterval":"0s"}`,
-		`{"agentCheckinInterval": {"token": "abc"}}`:           `{"agentCheckinInterval":"[redacted]"}`,
-		"agentCheckinInterval: 90m\napiServerURL: https://x\n": `{"agentCheckinInterval":"90m"}`,
-		`{"agentCheckinInterval":"[redacted]"}`:                `{"agentCheckinInterval":"[redacted]"}`,
-		`{"apiServerURL": "https://rancher.example.com"}`:      "",
+		`{"agentCheckinInterval": "1d", "apiServerCA": "x"}`:    `{"agentCheckinInterval":"[redacted: not a duration]"}`,
+		`{"agentCheckinInterval": 3600}`:                        `{"agentCheckinInterval":"[redacted: not a duration]"}`,
+		`{"agentCheckinInterval": 0}`:                           `{"agentCheckinInterval":"0s"}`,
+		`{"agentCheckinInterval": {"token": "abc"}}`:            `{"agentCheckinInterval":"[redacted: not a duration]"}`,
+		"agentCheckinInterval: 90m\napiServerURL: https://x\n":  `{"agentCheckinInterval":"90m"}`,
+		`{"agentCheckinInterval":"[redacted: not a duration]"}`: `{"agentCheckinInterval":"[redacted: not a duration]"}`,
+		`{"apiServerURL": "https://rancher.example.com"}`:       "",
 		`not: [valid`: "",
 		"":            "",
 	} {
@@ -49,7 +49,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for in, want := range map[string]string{"-5m": "-5m is negative", "25h": "25h is longer than 24h", "1d": "not a Go duration", "[redacted]": "not a Go duration"} {
+	for in, want := range map[string]string{"-5m": "-5m is negative", "25h": "25h is longer than 24h", "1d": "not a Go duration", "[redacted: not a duration]": "not a Go duration", "[redacted]": "not kept by the collector"} {
 		_, _, err := Parse(in)
 		if err == nil || err.Error() != want {
 			t.Errorf("Parse(%q) error = %v, want %q", in, err, want)

@@ -218,8 +218,14 @@ func (r *Rule) apply(parent map[string]any, k string, v any, counts map[string]i
 		if strings.HasPrefix(k, KeepEnvPrefix) || strings.HasPrefix(name, KeepEnvPrefix) {
 			return v, true
 		}
-		if s, ok := v.(string); ok && (k == CheckinIntervalEnv || name == CheckinIntervalEnv) && isDuration(s) {
-			return v, true
+		if s, ok := v.(string); ok && (k == CheckinIntervalEnv || name == CheckinIntervalEnv) {
+			switch {
+			case s == "" || s == Mask || s == NotDuration || isDuration(s):
+				return v, true
+			default:
+				counts[r.Count]++
+				return NotDuration, true
+			}
 		}
 		if s, ok := v.(string); ok && (s == "" || s == Mask) {
 			return v, true
