@@ -208,6 +208,9 @@ var fleetAgentHeartbeat = Check{
 			default:
 				in := intervals.of(a.mgmt, a.fc)
 				stale := in.staleAfter(after)
+				if ctx.Measure {
+					stale = after // serve's age gauge measures every heartbeat, however young
+				}
 				if ctx.Age(last) < stale {
 					continue
 				}
