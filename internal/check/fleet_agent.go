@@ -178,6 +178,16 @@ func shortID(id string) string {
 	return id
 }
 
+// CheckinIntervalVar is the Vars key of a stale heartbeat's check-in interval (a Go
+// duration), for serve to export the age at which scan calls the heartbeat stale.
+const CheckinIntervalVar = "checkin-interval"
+
+// HeartbeatStaleAfter is the age at which a heartbeat is stale for an agent checking in every
+// interval, with the fleet.heartbeatStaleAfter threshold given.
+func HeartbeatStaleAfter(threshold, interval time.Duration) time.Duration {
+	return checkin{every: interval}.staleAfter(threshold)
+}
+
 // fleetAgentHeartbeat reports agents that stopped checking in. Agents report into
 // status.agent.lastSeen every check-in interval (15 minutes unless Fleet is configured
 // otherwise, see checkins); the UI's WaitCheckIn means lastSeen was never set. A heartbeat is
@@ -219,6 +229,7 @@ var fleetAgentHeartbeat = Check{
 					summary = fmt.Sprintf("Fleet agent of cluster %s last checked in %s ago; it checks in every %s (%s)", clusterName(ctx.Snap, a.fc), human(ctx.Age(last)), human(in.every), in.from)
 				}
 				f = a.finding(ctx, "fleet/agent-heartbeat-stale", summary)
+				f.Vars[CheckinIntervalVar] = in.every.String()
 				inSrc := in.src
 				if inSrc == "" {
 					inSrc = src

@@ -20,6 +20,7 @@ type metrics struct {
 	last         func() *state
 	findings     *prometheus.Desc
 	heartbeatAge *prometheus.Desc
+	staleAfter   *prometheus.Desc
 	drift        *prometheus.Desc
 	helmPending  *prometheus.Desc
 	planStuck    *prometheus.Desc
@@ -41,6 +42,8 @@ func newMetrics(reg prometheus.Registerer, version string, last func() *state) *
 			"Findings of the last evaluation, by catalogue ID, severity and the cluster they are about.", []string{"id", "severity", "cluster"}, nil),
 		heartbeatAge: prometheus.NewDesc("unstick_fleet_agent_heartbeat_age_seconds",
 			"Seconds since the Fleet agent of the cluster last checked in (status.agent.lastSeen; since creation when never).", []string{"cluster"}, nil),
+		staleAfter: prometheus.NewDesc("unstick_fleet_agent_heartbeat_stale_after_seconds",
+			"Age at which the Fleet agent's heartbeat is stale, as scan judges it: the larger of fleet.heartbeatStaleAfter and two of the agent's check-in intervals.", []string{"cluster"}, nil),
 		drift: prometheus.NewDesc("unstick_fleet_agent_drift_seconds",
 			"Seconds the Fleet agent the controller wants has not been the one deployed (absent when they match).", []string{"cluster"}, nil),
 		helmPending: prometheus.NewDesc("unstick_helm_release_pending_seconds",
@@ -72,7 +75,7 @@ func newMetrics(reg prometheus.Registerer, version string, last func() *state) *
 
 // Describe implements prometheus.Collector for the per-finding series.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors, m.removedUses} {
+	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.staleAfter, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors, m.removedUses} {
 		ch <- d
 	}
 }
@@ -140,6 +143,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, k := range order {
 		gauge(keyed[k].d, ages[k], keyed[k].labels...)
+	}
+	for c, after := range st.staleAfter {
+		gauge(m.staleAfter, after.Seconds(), c)
 	}
 	errs := map[string]int{}
 	for _, c := range st.report.Clusters {

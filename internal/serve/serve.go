@@ -68,6 +68,10 @@ type state struct {
 	// ages are the findings of a pass with the age thresholds at their minimum: every
 	// pending release, drifting agent, stuck plan and cordoned node, with its since.
 	ages []finding.Finding
+	// staleAfter is, for each cluster of a heartbeat age, the age at which scan calls it
+	// stale (its agent's check-in interval against fleet.heartbeatStaleAfter), so the alert
+	// rules judge the heartbeat as scan does.
+	staleAfter map[string]time.Duration
 	took time.Duration
 }
 
@@ -223,6 +227,7 @@ func (s *Server) evaluate(unreachable []finding.ScanError) {
 	snap := b.Build()
 	rep := judge.Judge(snap, judge.Options{Now: now, Wallclock: now, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog, Config: s.o.Config}).Report
 	st := &state{report: rep, ages: s.ages(snap, now)}
+	st.staleAfter = s.heartbeatStaleAfter(st.ages)
 	st.took = time.Since(start)
 	s.o.Log.Debug("evaluated", "findings", len(rep.Findings), "incidents", len(rep.Incidents), "took", st.took)
 	s.mu.Lock()
@@ -262,6 +267,24 @@ func (s *Server) ages(snap *snapshot.Snapshot, now time.Time) []finding.Finding 
 		if _, ok := ageIDs[f.ID]; ok {
 			out = append(out, f)
 		}
+	}
+	return out
+}
+
+// heartbeatStaleAfter is the age at which each measured heartbeat is stale, as scan judges it.
+func (s *Server) heartbeatStaleAfter(ages []finding.Finding) map[string]time.Duration {
+	threshold := s.o.Thresholds.Duration("fleet.heartbeatStaleAfter")
+	out := map[string]time.Duration{}
+	for _, f := range ages {
+		if f.ID != "fleet/agent-heartbeat-stale" {
+			continue
+		}
+		after := threshold // never checked in: the threshold alone
+		if every, err := time.ParseDuration(f.Vars[check.CheckinIntervalVar]); err == nil {
+			after = check.HeartbeatStaleAfter(threshold, every)
+		}
+		c := about(f)
+		out[c] = max(out[c], after)
 	}
 	return out
 }

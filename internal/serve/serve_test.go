@@ -210,6 +210,8 @@ func TestServeExample(t *testing.T) {
 			`unstick_build_info{goversion="`,
 			`unstick_findings{cluster="prod-eu-1",id="helm/release-pending",severity=`,
 			`unstick_fleet_agent_heartbeat_age_seconds{cluster="prod-eu-1"}`,
+			// Its agent checks in every 15m: stale after two intervals, the 30m threshold.
+			`unstick_fleet_agent_heartbeat_stale_after_seconds{cluster="prod-eu-1"} 1800`,
 			`unstick_fleet_agent_drift_seconds{cluster="prod-eu-1"}`,
 			`unstick_helm_release_pending_seconds{cluster="prod-eu-1",namespace="cattle-fleet-system",release="fleet-agent-c-m-4x7kq2zt"}`,
 			`unstick_scan_duration_seconds_count`,
