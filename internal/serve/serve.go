@@ -72,7 +72,7 @@ type state struct {
 	// stale (its agent's check-in interval against fleet.heartbeatStaleAfter), so the alert
 	// rules judge the heartbeat as scan does.
 	staleAfter map[string]time.Duration
-	took time.Duration
+	took       time.Duration
 }
 
 // gaugeIDs are the findings whose since feeds a *_seconds gauge, with the threshold that
