@@ -20,8 +20,10 @@ type member struct {
 	t      source.Target
 	w      *clusterWatch
 	cancel context.CancelFunc
-	// failed is why its watch could not start; it is retried at the next refresh.
-	failed *finding.ScanError
+	// failed is why its watch could not start; it is retried at the next refresh, and
+	// retrying says a retry is under way.
+	failed   *finding.ScanError
+	retrying bool
 	// synced: every cache has listed once; only then are its objects judged (a half-filled
 	// cache would report a missing CRD or an absent agent that is there).
 	synced bool
@@ -46,18 +48,21 @@ func describe(t source.Target) string {
 	return "cluster " + id + " (" + t.Name + ")"
 }
 
-// startMember starts watching t until ctx ends or the member is removed.
-func (s *Server) startMember(ctx context.Context, m *member) {
+// startMember starts watching a member's cluster until ctx ends or the member is removed;
+// when that fails, m.failed says why.
+func (s *Server) startMember(ctx context.Context, m *member) error {
 	mctx, cancel := context.WithCancel(ctx)
 	s.wmu.Lock()
 	m.cancel = cancel
 	s.wmu.Unlock()
-	if err := m.w.start(mctx); err != nil {
+	err := m.w.start(mctx)
+	if err != nil {
 		cancel()
 		s.wmu.Lock()
-		m.failed = &finding.ScanError{Cluster: m.t.Name, Message: err.Error()}
+		m.failed, m.retrying = &finding.ScanError{Cluster: m.t.Name, Message: err.Error()}, false
 		s.wmu.Unlock()
 	}
+	return err
 }
 
 func (s *Server) newMember(t source.Target) (*member, error) {
@@ -115,9 +120,8 @@ func (s *Server) refresh(ctx context.Context) {
 	for _, t := range ts {
 		want[targetKey(t)] = t
 	}
-	var keep []*member
+	var keep, started, retried []*member
 	have := map[string]bool{}
-	var retry []source.Target
 	for _, m := range s.members {
 		if _, ok := want[m.key]; !ok {
 			if m.cancel != nil {
@@ -126,17 +130,20 @@ func (s *Server) refresh(ctx context.Context) {
 			s.notify(fmt.Sprintf("rancher: %s removed; stopped watching it and dropped its series", describe(m.t)))
 			continue
 		}
-		if m.failed != nil {
-			// A watch that could not start is started afresh: its informers may be
-			// half-started, and its discovery is stale.
-			retry = append(retry, m.t)
-			continue
-		}
 		have[m.key] = true
+		if m.failed != nil && !m.retrying {
+			// A watch that could not start is started afresh (its informers may be
+			// half-started, its discovery stale); it stays reported as failed until the
+			// new one has synced, so a cluster that stays down does not flicker.
+			nm, err := s.newMember(m.t)
+			if err == nil {
+				nm.failed, nm.added, nm.retrying = m.failed, m.added, true
+				m = nm
+				retried = append(retried, nm)
+			}
+		}
 		keep = append(keep, m)
 	}
-	s.members = keep
-	var added []*member
 	for _, t := range ts {
 		k := targetKey(t)
 		if have[k] {
@@ -148,46 +155,45 @@ func (s *Server) refresh(ctx context.Context) {
 			s.o.Log.Error("rancher: cannot watch", "cluster", t.Name, "err", err)
 			continue
 		}
-		s.members = append(s.members, m)
-		added = append(added, m)
+		keep = append(keep, m)
+		started = append(started, m)
 	}
+	s.members = keep
 	s.wmu.Unlock()
 
-	retried := map[string]bool{}
-	for _, t := range retry {
-		retried[targetKey(t)] = true
+	for _, m := range started {
+		s.notify(fmt.Sprintf("rancher: %s added; watching it", describe(m.t)))
+		go s.follow(ctx, m, false)
 	}
-	for _, m := range added {
-		if !retried[m.key] {
-			s.notify(fmt.Sprintf("rancher: %s added; watching it", describe(m.t)))
-		}
-		go s.follow(ctx, m, retried[m.key])
+	for _, m := range retried {
+		go s.follow(ctx, m, true)
 	}
 	s.poke()
 }
 
 // follow starts a member's watch and marks it synced once every cache has listed.
 func (s *Server) follow(ctx context.Context, m *member, retry bool) {
-	s.startMember(ctx, m)
-	if m.failed != nil {
+	if err := s.startMember(ctx, m); err != nil {
 		if !retry {
-			s.notify(fmt.Sprintf("rancher: %s cannot be watched yet (tried again at the next refresh): %s", describe(m.t), m.failed.Message))
+			s.notify(fmt.Sprintf("rancher: %s cannot be watched yet (tried again at each refresh): %v", describe(m.t), err))
 		}
 		s.poke()
 		return
 	}
-	for !m.w.synced() {
+	for !m.w.synced() && s.isMember(m) {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
-		if !s.isMember(m) {
-			return
-		}
 	}
 	s.wmu.Lock()
-	m.synced = true
+	if !s.isMemberLocked(m) { // removed before its watch had synced: the removal may have come before there was a watch to stop
+		m.cancel()
+		s.wmu.Unlock()
+		return
+	}
+	m.synced, m.failed, m.retrying = true, nil, false
 	s.wmu.Unlock()
 	if retry {
 		s.notify(fmt.Sprintf("rancher: %s can be watched now", describe(m.t)))
@@ -198,6 +204,10 @@ func (s *Server) follow(ctx context.Context, m *member, retry bool) {
 func (s *Server) isMember(m *member) bool {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	return s.isMemberLocked(m)
+}
+
+func (s *Server) isMemberLocked(m *member) bool {
 	for _, x := range s.members {
 		if x == m {
 			return true

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -153,12 +154,33 @@ func TestServeFollowsRancherList(t *testing.T) {
 	}
 
 	t.Run("a cluster added to Rancher is watched and its series appear", func(t *testing.T) {
-		mount(apID, downstream[apName].Config)
+		// Its API server does not answer at first: Rancher answers 502 for it.
+		if err := standIn.AddDownCluster(apID); err != nil {
+			t.Fatal(err)
+		}
 		createCluster(apID, apName)
-		took := f.waitSeries(t, "unstick_findings", apCRD, 60*time.Second)
-		t.Logf("%s's findings appeared %s after its management Cluster was created (refresh every %s)", apName, took.Round(time.Millisecond), refresh)
-		said.waitLine(t, "rancher: cluster "+apID+" ("+apName+") added; watching it", time.Second)
-		if n, ok := f.series(t, "unstick_scan_errors", map[string]string{"cluster": apName}); !ok || n != 0 {
+		said.waitLine(t, "rancher: cluster "+apID+" ("+apName+") added; watching it", 10*time.Second)
+		said.waitLine(t, "rancher: cluster "+apID+" ("+apName+") cannot be watched yet (tried again at each refresh): ", 60*time.Second)
+		apErrs := map[string]string{"cluster": apName}
+		f.waitSeries(t, "unstick_scan_errors", apErrs, 10*time.Second)
+		// While it stays down it stays reported, through the retries at each refresh.
+		before := lists.Load()
+		for lists.Load() < before+5 {
+			if n, ok := f.series(t, "unstick_scan_errors", apErrs); !ok || n < 1 {
+				t.Fatalf("while %s is down, unstick_scan_errors{cluster=%q} = %v, %v; want at least 1", apName, apName, n, ok)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !strings.Contains(fmt.Sprint(srv.Report().Errors), "Rancher answered 502") {
+			t.Errorf("the report does not say what Rancher answered for %s: %v", apName, srv.Report().Errors)
+		}
+
+		start := time.Now()
+		mount(apID, downstream[apName].Config)
+		f.waitSeries(t, "unstick_findings", apCRD, 60*time.Second)
+		t.Logf("%s's findings appeared %s after its API server answered (refresh every %s)", apName, time.Since(start).Round(time.Millisecond), refresh)
+		said.waitLine(t, "rancher: cluster "+apID+" ("+apName+") can be watched now", 10*time.Second)
+		if n, ok := f.series(t, "unstick_scan_errors", apErrs); !ok || n != 0 {
 			t.Errorf("unstick_scan_errors{cluster=%q} = %v, %v; want 0", apName, n, ok)
 		}
 	})

@@ -144,8 +144,7 @@ func (s *Server) Run(ctx context.Context) error {
 	members := s.currentMembers()
 	var failed []string
 	for _, m := range members {
-		s.startMember(ctx, m)
-		if m.failed != nil {
+		if err := s.startMember(ctx, m); err != nil {
 			s.o.Log.Error("cannot watch", "cluster", m.t.Name, "err", m.failed.Message)
 			failed = append(failed, m.failed.Message)
 		}
