@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
+
+	"github.com/unstick-dev/unstick/internal/source"
 )
 
 // fleetKubeconfig writes a kubeconfig with two contexts (prod-eu-1, prod-us-1), a spare
@@ -49,8 +51,8 @@ current-context: prod-eu-1
 	return kc, dir
 }
 
-// kubeTargets parses args as the live verbs do and returns the REST config of each context.
-func kubeTargets(t *testing.T, args ...string) map[string]*rest.Config {
+// targetsOf parses args as the live verbs do and resolves the targets they read.
+func targetsOf(t *testing.T, args ...string) []source.Target {
 	t.Helper()
 	k := newKubeFlags()
 	fs := pflag.NewFlagSet("scan", pflag.ContinueOnError)
@@ -62,6 +64,13 @@ func kubeTargets(t *testing.T, args ...string) map[string]*rest.Config {
 	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
+	return ts
+}
+
+// kubeTargets parses args as the live verbs do and returns the REST config of each context.
+func kubeTargets(t *testing.T, args ...string) map[string]*rest.Config {
+	t.Helper()
+	ts := targetsOf(t, args...)
 	out := map[string]*rest.Config{}
 	for _, tg := range ts {
 		out[tg.Name] = tg.Config
@@ -230,5 +239,29 @@ func TestConnectionFlagsRefusedWithFrom(t *testing.T) {
 				t.Errorf("%s --from %s: exit %d, stderr %q", verb, flag, code, errOut)
 			}
 		}
+	}
+}
+
+// Commands name the kubeconfig file only when one was given with --kubeconfig, as an
+// absolute path (they may be pasted from another directory); $KUBECONFIG is the shell's
+// own, so commands need not name it.
+func TestTargetsNameTheKubeconfigGiven(t *testing.T) {
+	kc, dir := fleetKubeconfig(t)
+	t.Chdir(dir)
+	files := func(args ...string) map[string]string {
+		out := map[string]string{}
+		for _, tg := range targetsOf(t, args...) {
+			out[tg.Name] = tg.Kubeconfig
+		}
+		return out
+	}
+	got := files("--kubeconfig", filepath.Base(kc), "--all-contexts")
+	want := map[string]string{"prod-eu-1": kc, "prod-us-1": kc}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("with --kubeconfig %s: %v, want %v", filepath.Base(kc), got, want)
+	}
+	t.Setenv("KUBECONFIG", kc)
+	if got := files("--context", "prod-us-1"); got["prod-us-1"] != "" {
+		t.Errorf("with $KUBECONFIG only, commands name %q; want no file", got["prod-us-1"])
 	}
 }
