@@ -31,11 +31,14 @@ type serveOptions struct {
 	resync   time.Duration
 	debounce time.Duration
 	interval time.Duration
-	judge    judgeFlags
-	kube     *kubeFlags
+	// rancherRefresh is how often --rancher/--rancher-url list Rancher's clusters again.
+	rancherRefresh time.Duration
+	judge          judgeFlags
+	kube           *kubeFlags
 	// clusterName names the cluster of the pod's ServiceAccount (in-cluster, no kubeconfig).
 	clusterName string
 	kubeUsed    bool
+	refreshSet  bool
 }
 
 func newServeCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -58,6 +61,12 @@ Endpoints on --listen:
   /healthz          200 while the process runs
   /readyz           200 once every cache has synced and the first evaluation is done
 
+With --rancher or --rancher-url, Rancher's cluster list is read again every --rancher-refresh:
+a cluster added to Rancher is watched from then on, one deleted from it stops being watched and
+its series go, each change said in one line on stderr. A list that fails (Rancher down, the
+token revoked) keeps the clusters of the last list and is reported under errors, and as
+unstick_scan_errors without a cluster label, until a list answers again.
+
 Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unstick.
 In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
 --cluster-name. Pod logs and registries are not read in this mode: checks that classify logs or
@@ -72,8 +81,9 @@ the Helm chart sets it from the memory limit).`,
   # A management cluster and two downstream clusters, reachable from other hosts
   unstick serve --context rancher --context prod-eu-1 --context prod-us-1 --listen :9090
 
-  # Every cluster the Rancher context's token may see, through Rancher's proxy (the list of
-  # clusters is read at start: restart serve to pick up a new cluster)
+  # Every cluster the Rancher context's token may see, through Rancher's proxy; the list is
+  # read again every --rancher-refresh, so clusters added to or deleted from Rancher are
+  # followed
   unstick serve --rancher --context rancher
 
   # Treat a Helm release as stuck after 5 minutes
@@ -81,6 +91,7 @@ the Helm chart sets it from the memory limit).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.kubeUsed = o.kube.used(cmd.Flags())
+			o.refreshSet = cmd.Flags().Changed("rancher-refresh")
 			if err := o.complete(); err != nil {
 				return err
 			}
@@ -92,6 +103,7 @@ the Helm chart sets it from the memory limit).`,
 	f.DurationVar(&o.resync, "resync", 10*time.Minute, "informer resync period (0 disables it)")
 	f.DurationVar(&o.debounce, "debounce", 500*time.Millisecond, "wait this long for changes to settle before evaluating again")
 	f.DurationVar(&o.interval, "interval", 30*time.Second, "evaluate at least this often, so ages and time thresholds move without changes")
+	f.DurationVar(&o.rancherRefresh, "rancher-refresh", time.Minute, "with --rancher or --rancher-url: list Rancher's clusters again this often, watching new ones and dropping deleted ones (0: only at start)")
 	o.judge.addFlags(f, "", "")
 	f.StringVar(&o.clusterName, "cluster-name", "in-cluster", "in a pod without a kubeconfig: the name of this cluster in metrics and reports")
 	o.kube.addFlags(f)
@@ -103,8 +115,11 @@ func (o *serveOptions) complete() error {
 	if err := o.judge.complete(o.g, "helm.pendingAfter=5m"); err != nil {
 		return err
 	}
-	if o.debounce < 0 || o.interval <= 0 || o.resync < 0 {
-		return usageErrorf("--debounce and --resync must not be negative, --interval must be positive")
+	if o.debounce < 0 || o.interval <= 0 || o.resync < 0 || o.rancherRefresh < 0 {
+		return usageErrorf("--debounce, --resync and --rancher-refresh must not be negative, --interval must be positive")
+	}
+	if o.refreshSet && !o.kube.rancher.on && o.kube.rancher.url == "" {
+		return usageErrorf("--rancher-refresh is how often Rancher's cluster list is read again: it takes --rancher or --rancher-url")
 	}
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return usageErrorf("--listen %q: %v", o.listen, err)
@@ -134,10 +149,17 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := serve.New(serve.Options{
+	opts := serve.Options{
 		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
 		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
-	})
+	}
+	if o.kube.rancher.on || o.kube.rancher.url != "" {
+		// The same discovery as at start; each change of the list is one line on stderr,
+		// as the start line is: an operator running serve for weeks wants to see them.
+		opts.Rediscover, opts.Refresh = o.kube.targets, o.rancherRefresh
+		opts.Notify = func(line string) { fmt.Fprintln(o.s.ErrOut, line) }
+	}
+	srv, err := serve.New(opts)
 	if err != nil {
 		return err
 	}

@@ -68,6 +68,7 @@ var tokenSecret = regexp.MustCompile(`RANCHER-CANARY-[a-z]+-[0-9a-f]+`)
 type rancherFleet struct {
 	standIn *testenv.RancherStandIn
 	dir     string
+	local   *rest.Config // the management cluster, which holds Rancher's cluster list
 }
 
 // kubeconfig writes a kubeconfig with one context, "rancher", whose server is the stand-in's
@@ -112,6 +113,7 @@ func startRancherFleet(t *testing.T) *rancherFleet {
 	f.standIn.AddCluster(hiddenID, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("the stand-in let a request for the hidden cluster through: %s", r.URL)
 	}))
+	f.local = local
 	if err := testenv.InstallCRDs(ctx, local, testenv.RancherManagementClusterCRD()); err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +265,46 @@ func TestRancherProxy(t *testing.T) {
 				t.Errorf("serve --rancher findings lack %s", want)
 			}
 		}
+	})
+
+	// The management Cluster of dev-1 is deleted from and put back on local, as deleting and
+	// re-importing a cluster in Rancher does: serve stops and starts watching it.
+	t.Run("serve --rancher follows Rancher's cluster list", func(t *testing.T) {
+		addr, errOut := runServe(t, "--kubeconfig", ops, "--rancher", "--rancher-refresh", "300ms")
+		id := exampleClusterIDs["dev-1"]
+		// unstick_scan_errors has a series for every watched cluster (0 when all was read);
+		// the series about dev-1 derived from local's Fleet objects stay, as they should.
+		watched := func() bool {
+			return bytes.Contains(httpGet(t, "http://"+addr+"/metrics"), []byte(`unstick_scan_errors{cluster="dev-1"}`))
+		}
+		if !watched() {
+			t.Fatalf("dev-1 is not watched at start")
+		}
+		dyn, err := dynamic.NewForConfig(f.local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mgmt := dyn.Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "clusters"})
+		if err := mgmt.Delete(t.Context(), id, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		removed := "rancher: cluster " + id + " (dev-1) removed; stopped watching it and dropped its series"
+		if !waitFor(20*time.Second, func() bool { return strings.Contains(errOut.String(), removed) && !watched() }) {
+			t.Fatalf("20s after dev-1 left Rancher's list: line said %v, still watched %v\n%s", strings.Contains(errOut.String(), removed), watched(), errOut.String())
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
+			"metadata": map[string]any{"name": id},
+			"spec":     map[string]any{"displayName": "dev-1"},
+		}}
+		if _, err := mgmt.Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		added := "rancher: cluster " + id + " (dev-1) added; watching it"
+		if !waitFor(30*time.Second, func() bool { return strings.Contains(errOut.String(), added) && watched() }) {
+			t.Fatalf("30s after dev-1 came back to Rancher's list: line said %v, watched %v\n%s", strings.Contains(errOut.String(), added), watched(), errOut.String())
+		}
+		noSecret(t, "serve stderr", []byte(errOut.String()))
 	})
 
 	t.Run("--rancher-url with the token from the environment", func(t *testing.T) {

@@ -43,7 +43,14 @@ type Options struct {
 	// seen. Default 30s.
 	Interval time.Duration
 	// Resync is the informers' resync period; 0 disables it.
-	Resync  time.Duration
+	Resync time.Duration
+	// Rediscover, when set, lists the clusters to watch again every Refresh (Rancher's
+	// cluster list, read as at start): clusters added are watched, clusters gone stop being
+	// watched and leave the report and the metrics. A list that fails keeps the last one.
+	Rediscover func(context.Context) ([]source.Target, error)
+	Refresh    time.Duration
+	// Notify receives one line per change of the watched clusters; nil: logged at info.
+	Notify  func(line string)
 	Log     *slog.Logger
 	Version string
 }
@@ -52,8 +59,14 @@ type Options struct {
 type Server struct {
 	o       Options
 	metrics *metrics
-	watches []*clusterWatch
 	changed chan struct{}
+
+	// wmu guards the watched clusters, which Rediscover changes while serve runs.
+	wmu     sync.Mutex
+	members []*member
+	// listErr is the last list's failure while it lasts, reported with every evaluation.
+	listErr         *finding.ScanError
+	listFailedSince time.Time
 
 	mu    sync.RWMutex
 	last  *state
@@ -112,11 +125,11 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, changed: make(chan struct{}, 1), evaluated: make(chan struct{})}
 	s.metrics = newMetrics(o.Registry, o.Version, s.snapshotState)
 	for _, t := range o.Targets {
-		w, err := newClusterWatch(t, o.Resync, s.poke)
+		m, err := s.newMember(t)
 		if err != nil {
 			return nil, err
 		}
-		s.watches = append(s.watches, w)
+		s.members = append(s.members, m)
 	}
 	return s, nil
 }
@@ -132,15 +145,16 @@ func (s *Server) poke() {
 // Run starts the informers and evaluates until ctx ends. A cluster that cannot be reached at
 // start is reported under errors and the others are watched; if none can be, Run fails.
 func (s *Server) Run(ctx context.Context) error {
-	var failed []finding.ScanError
-	for _, w := range s.watches {
-		if err := w.start(ctx); err != nil {
-			s.o.Log.Error("cannot watch", "cluster", w.t.Name, "err", err)
-			failed = append(failed, finding.ScanError{Cluster: w.t.Name, Message: err.Error()})
+	members := s.currentMembers()
+	var failed []string
+	for _, m := range members {
+		if err := s.startMember(ctx, m); err != nil {
+			s.o.Log.Error("cannot watch", "cluster", m.t.Name, "err", m.failed.Message)
+			failed = append(failed, m.failed.Message)
 		}
 	}
-	if len(failed) == len(s.watches) {
-		return fmt.Errorf("no cluster could be watched: %s", failed[0].Message)
+	if len(failed) == len(members) {
+		return fmt.Errorf("no cluster could be watched: %s", failed[0])
 	}
 	// Wait for the first lists before judging: a half-filled cache would report findings
 	// (a missing CRD, an absent agent) that are not there.
@@ -152,9 +166,14 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	s.o.Log.Info("caches synced", "clusters", len(s.watches), "took", time.Since(start).Round(time.Millisecond))
+	s.wmu.Lock()
+	for _, m := range members {
+		m.synced = m.failed == nil
+	}
+	s.wmu.Unlock()
+	s.o.Log.Info("caches synced", "clusters", len(members), "took", time.Since(start).Round(time.Millisecond))
 	s.metrics.cachesSynced.Set(1)
-	s.evaluate(failed)
+	s.evaluate()
 	s.mu.Lock()
 	s.ready = true
 	s.mu.Unlock()
@@ -163,6 +182,9 @@ func (s *Server) Run(ctx context.Context) error {
 	// the resident set is the steady state's from the moment serve is ready.
 	debug.FreeOSMemory()
 
+	if s.o.Rediscover != nil && s.o.Refresh > 0 {
+		go s.refreshLoop(ctx)
+	}
 	tick := time.NewTicker(s.o.Interval)
 	defer tick.Stop()
 	for {
@@ -170,10 +192,10 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			s.evaluate(failed)
+			s.evaluate()
 		case <-s.changed:
 			s.debounce(ctx)
-			s.evaluate(failed)
+			s.evaluate()
 		}
 	}
 }
@@ -199,9 +221,10 @@ func (s *Server) debounce(ctx context.Context) {
 	}
 }
 
+// synced reports whether the caches of the clusters watched from the start have listed.
 func (s *Server) synced() bool {
-	for _, w := range s.watches {
-		if w.served != nil && !w.synced() {
+	for _, m := range s.currentMembers() {
+		if m.failed == nil && !m.w.synced() {
 			return false
 		}
 	}
@@ -209,20 +232,36 @@ func (s *Server) synced() bool {
 }
 
 // evaluate builds a snapshot from the caches, runs every check, and publishes the result.
-func (s *Server) evaluate(unreachable []finding.ScanError) {
+// A cluster that could not be watched is declared with the error saying why; one still
+// filling its caches is left out for syncGrace, then declared with an error saying so.
+func (s *Server) evaluate() {
 	start := time.Now()
 	now := s.o.Clock().UTC()
 	b := snapshot.NewBuilder()
 	b.SetCollectedAt(now)
-	for _, w := range s.watches {
-		if w.served == nil {
-			b.DeclareCluster(w.t.Info())
-			continue
-		}
-		w.feed(b)
+	s.wmu.Lock()
+	members := append([]*member(nil), s.members...)
+	synced := make([]bool, len(members))
+	failed := make([]*finding.ScanError, len(members))
+	for i, m := range members {
+		synced[i], failed[i] = m.synced, m.failed
 	}
-	for _, e := range unreachable {
-		b.Error(e)
+	listErr := s.listErr
+	s.wmu.Unlock()
+	for i, m := range members {
+		switch {
+		case failed[i] != nil:
+			b.DeclareCluster(m.t.Info())
+			b.Error(*failed[i])
+		case synced[i]:
+			m.w.feed(b)
+		case time.Since(m.added) > syncGrace:
+			b.DeclareCluster(m.t.Info())
+			b.Error(finding.ScanError{Cluster: m.t.Name, Message: fmt.Sprintf("%s: watched since %s, its caches have not completed their first lists yet", m.t.Label(), m.added.UTC().Format(time.RFC3339))})
+		}
+	}
+	if listErr != nil {
+		b.Error(*listErr)
 	}
 	snap := b.Build()
 	rep := judge.Judge(snap, judge.Options{Now: now, Wallclock: now, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog, Config: s.o.Config}).Report

@@ -94,7 +94,7 @@ func (w *clusterWatch) start(ctx context.Context) error {
 		return err
 	})
 	if err != nil && len(lists) == 0 {
-		return fmt.Errorf("%s: cannot reach the API server %s: %w", w.t.Label(), w.t.Server, err)
+		return fmt.Errorf("%s: cannot reach the API server %s: %w%s", w.t.Label(), w.t.Server, err, source.RancherHint(w.t, err))
 	}
 	if err != nil {
 		w.static = append(w.static, finding.ScanError{Cluster: w.t.Name, Message: "discovery was partial: " + err.Error()})

@@ -293,6 +293,9 @@ func RancherTargets(cfg *rest.Config, base string, clusters []RancherCluster, ai
 	return out
 }
 
+// RancherHint is rancherHint for the watches of serve, which read a cluster their own way.
+func RancherHint(t Target, err error) string { return rancherHint(t, err) }
+
 // rancherHint explains a failure to reach a cluster through Rancher's proxy: Rancher answers
 // 502, 503 or 504 when it cannot reach the cluster (its cluster agent is disconnected or its
 // API server is down), 403 when the user is no member of it.

@@ -35,6 +35,7 @@ type RancherStandIn struct {
 	clusters map[string]http.Handler
 	tokens   map[string]map[string]bool
 	noSteve  bool
+	listFail int            // the status both cluster lists answer; 0: they answer
 	requests map[string]int // by cluster ID, for tests that count
 }
 
@@ -95,6 +96,11 @@ func (r *RancherStandIn) Allow(token string, ids ...string) {
 // DisableSteve makes /v1/… answer 404.
 func (r *RancherStandIn) DisableSteve() { r.mu.Lock(); r.noSteve = true; r.mu.Unlock() }
 
+// FailClusterList makes both cluster lists (Steve's and the management clusters on local)
+// answer code, as the nginx ingress in front of Rancher does while no Rancher pod is ready (503); 0 restores
+// them. The proxied cluster APIs keep answering.
+func (r *RancherStandIn) FailClusterList(code int) { r.mu.Lock(); r.listFail = code; r.mu.Unlock() }
+
 // Requests is how many requests reached cluster id.
 func (r *RancherStandIn) Requests(id string) int {
 	r.mu.Lock()
@@ -113,12 +119,20 @@ func (r *RancherStandIn) serve(w http.ResponseWriter, req *http.Request) {
 	token, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
 	r.mu.Lock()
 	visible, known := r.tokens[token]
-	noSteve := r.noSteve
+	noSteve, listFail := r.noSteve, r.listFail
 	r.mu.Unlock()
 	if !ok || !known {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"type":"error","status":"401","message":"must authenticate"}`))
+		return
+	}
+	if listFail != 0 && (req.URL.Path == "/v1/management.cattle.io.clusters" || strings.HasPrefix(req.URL.Path, "/k8s/clusters/local/apis/management.cattle.io/v3/clusters")) {
+		// What the nginx ingress in front of Rancher answers when no Rancher pod is ready.
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(listFail)
+		title := fmt.Sprintf("%d %s", listFail, http.StatusText(listFail))
+		_, _ = fmt.Fprintf(w, "<html>\r\n<head><title>%s</title></head>\r\n<body>\r\n<center><h1>%s</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", title, title)
 		return
 	}
 	if req.URL.Path == "/v1/management.cattle.io.clusters" && !noSteve {
