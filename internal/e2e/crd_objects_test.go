@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/unstick-dev/unstick/internal/remediate/execute"
 )
 
 // A CRD whose status.storedVersions still holds v1 after v2 became the storage version, with
@@ -64,4 +66,28 @@ func TestCRDMigrationObjectCountLiveAndCollected(t *testing.T) {
 		t.Fatalf("scan of the collected bundle exit %d, want 3: %s", code, errOut)
 	}
 	check(t, "collected bundle", out, errOut)
+
+	// The fix's migration measures its progress against the same count.
+	dir := filepath.Join(t.TempDir(), "backup")
+	out, errOut, code = run(t, append([]string{"fix"}, f.args("--only", "crd/", "--apply", "--yes", "--max-risk", "high", "--backup-dir", dir, "--verify-timeout", "30s")...)...)
+	t.Logf("fix --apply:\n%s%s", out, errOut)
+	if code != 0 {
+		t.Fatalf("fix --apply exit %d", code)
+	}
+	if !strings.Contains(out, "37 Widget objects written back in v2 (37 counted when planned)") {
+		t.Errorf("the migration's summary does not measure 37 objects against the 37 counted")
+	}
+	entries, err := execute.ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress []string
+	for _, e := range entries {
+		if e.Phase == execute.PhaseProgress {
+			progress = append(progress, e.Message)
+		}
+	}
+	if len(progress) != 1 || !strings.Contains(progress[0], "page 1: 37 objects written back (37 in all of 37 counted when planned,") {
+		t.Errorf("journal progress lines %q, want one page of 37 of the 37 counted", progress)
+	}
 }
