@@ -61,9 +61,10 @@ func migratingOfObject(u *unstructured.Unstructured) (MigratingCRD, bool) {
 }
 
 // CountObjects counts the objects of a CRD with one LIST of a single item's metadata: the
-// items returned plus the server's metadata.remainingItemCount. The server leaves that out
-// in some lists (a selector, an inconsistent continuation); the count is then
-// snapshot.ObjectsUnknown rather than a guess. ok is false when the list failed.
+// items returned plus the server's metadata.remainingItemCount. A server may leave that out
+// of a list that goes on (the field's API doc: with a selector, and servers before 1.15);
+// the count is then snapshot.ObjectsUnknown rather than a guess. ok is false when the list
+// failed.
 func CountObjects(ctx context.Context, meta metadata.Interface, m MigratingCRD) (n int, ok bool) {
 	var l *metav1.PartialObjectMetadataList
 	err := retryRead(ctx, func() (err error) {

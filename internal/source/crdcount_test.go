@@ -1,6 +1,8 @@
 package source
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -130,5 +134,47 @@ func TestMigratingOf(t *testing.T) {
 		if ok && m != (MigratingCRD{Name: "widgets.apps.example.com", Group: "apps.example.com", Plural: "widgets", Version: "v2"}) {
 			t.Errorf("%s: %+v", tc.name, m)
 		}
+	}
+}
+
+// CountObjects against a stand-in API server: the real kube-apiserver always gives
+// remainingItemCount for an unfiltered list that goes on, so a server that does not (one
+// before 1.15, per the field's API doc) and a refusal are injected here.
+func TestCountObjectsAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		status  int
+		body    string
+		n       int
+		counted bool
+	}{
+		{"remaining count", 200, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"continue":"eyJ2","remainingItemCount":36},"items":[{"metadata":{"name":"w-000","namespace":"widgets"}}]}`, 37, true},
+		{"all in one", 200, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{},"items":[{"metadata":{"name":"w-000","namespace":"widgets"}}]}`, 1, true},
+		{"none", 200, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{},"items":[]}`, 0, true},
+		{"no remaining count", 200, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"continue":"eyJ2"},"items":[{"metadata":{"name":"w-000","namespace":"widgets"}}]}`, snapshot.ObjectsUnknown, true},
+		{"absurd remaining count", 200, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"continue":"eyJ2","remainingItemCount":9000000000},"items":[{"metadata":{"name":"w-000","namespace":"widgets"}}]}`, snapshot.ObjectsUnknown, true},
+		{"forbidden", 403, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"widgets.apps.example.com is forbidden: User \"system:serviceaccount:cattle-system:unstick\" cannot list resource \"widgets\" in API group \"apps.example.com\" at the cluster scope","reason":"Forbidden","code":403}`, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked = r.URL.Path + "?" + r.URL.RawQuery
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			meta, err := metadata.NewForConfig(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, ok := CountObjects(t.Context(), meta, MigratingCRD{Name: "widgets.apps.example.com", Group: "apps.example.com", Plural: "widgets", Version: "v1beta1"})
+			if n != tc.n || ok != tc.counted {
+				t.Errorf("count %d (read %v), want %d (%v)", n, ok, tc.n, tc.counted)
+			}
+			if asked != "/apis/apps.example.com/v1beta1/widgets?limit=1" {
+				t.Errorf("asked %s", asked)
+			}
+		})
 	}
 }
