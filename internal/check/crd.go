@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -172,11 +173,11 @@ var crdVersions = Check{
 					continue
 				}
 				obj := ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd.Name)
-				f := ctx.New("crd/version-not-served", c, obj, fmt.Sprintf("CRD %s has objects stored as %s, which the API no longer serves: migrate them to %s and trim status.storedVersions",
-					crd.Name, strings.Join(bad, ", "), orUnknown(storageVersion(crd))))
-				f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "status.storedVersions=%v; served versions: %s", crd.StoredVersions, servedList(crd))}
+				f := ctx.New("crd/version-not-served", c, obj, fmt.Sprintf("CRD %s has objects stored as %s, which the API no longer serves: migrate %s to %s and trim status.storedVersions",
+					crd.Name, strings.Join(bad, ", "), migrateWhat(c, crd), orUnknown(storageVersion(crd))))
+				f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "status.storedVersions=%v; served versions: %s; %s", crd.StoredVersions, servedList(crd), objectsToMigrate(c, crd))}
 				f.Keys = []string{"crd:" + c.Name + "/" + crd.Name}
-				f.Vars = crdVars(crd, bad)
+				f.Vars = crdVars(c, crd, bad)
 				reported[c.Name+"/"+crd.Name] = true
 				out = append(out, f)
 			}
@@ -186,12 +187,49 @@ var crdVersions = Check{
 }
 
 // crdVars are the values the fix ladder's commands take (and the storage migration reads).
-// "objects" is left empty: counting them needs a live list, which the snapshot does not hold.
-func crdVars(crd *snapshot.CRD, drop []string) map[string]string {
+// "objects" is the number of objects the migration rewrites, when the source counted them.
+func crdVars(c *snapshot.Cluster, crd *snapshot.CRD, drop []string) map[string]string {
+	objects := ""
+	if n, ok, _ := c.CRDObjectCount(crd.Name); ok {
+		objects = strconv.Itoa(n)
+	}
 	return map[string]string{
 		"crd": crd.Name, "stored-versions": strings.Join(drop, ","), "storage-version": storageVersion(crd),
-		"group": crd.Group, "plural": crd.Plural, "objects": "",
+		"group": crd.Group, "plural": crd.Plural, "objects": objects,
 	}
+}
+
+// migrateWhat names what a migration of crd rewrites: "its 37 objects" when they were
+// counted, else "them".
+func migrateWhat(c *snapshot.Cluster, crd *snapshot.CRD) string {
+	if n, ok, _ := c.CRDObjectCount(crd.Name); ok {
+		return "its " + plural.Of(n, "object")
+	}
+	return "them"
+}
+
+// migratedWhat is migrateWhat as the subject of "are migrated".
+func migratedWhat(c *snapshot.Cluster, crd *snapshot.CRD) string {
+	if n, ok, _ := c.CRDObjectCount(crd.Name); ok {
+		if n == 1 {
+			return "its 1 object is"
+		}
+		return "its " + plural.Of(n, "object") + " are"
+	}
+	return "the objects are"
+}
+
+// objectsToMigrate is the evidence of how many objects a migration of crd rewrites: the
+// count a live list gave, or why there is none.
+func objectsToMigrate(c *snapshot.Cluster, crd *snapshot.CRD) string {
+	n, ok, unknown := c.CRDObjectCount(crd.Name)
+	switch {
+	case ok:
+		return plural.Of(n, "object") + " to migrate"
+	case unknown:
+		return "objects to migrate: unknown (the API server's list gave no remainingItemCount)"
+	}
+	return "objects to migrate: count not read"
 }
 
 func storageVersion(crd *snapshot.CRD) string {
@@ -250,17 +288,17 @@ func targetCRDs(ctx *Context, m *snapshot.Cluster, reported map[string]bool) []f
 			}
 			reported[dc.Name+"/"+crd.Name] = true
 			obj := ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd.Name)
-			f := ctx.New("crd/version-not-served", dc, obj, fmt.Sprintf("CRD %s on cluster %s has objects stored as %s, which the CRD that bundle %s/%s rolls out no longer serves (%s): the API server rejects that CRD until the objects are migrated to %s and status.storedVersions is trimmed",
-				crd.Name, dc.Name, strings.Join(drop, ", "), b.Namespace, b.Name, servedDocList(d.CRD), orUnknown(storageVersion(crd))))
+			f := ctx.New("crd/version-not-served", dc, obj, fmt.Sprintf("CRD %s on cluster %s has objects stored as %s, which the CRD that bundle %s/%s rolls out no longer serves (%s): the API server rejects that CRD until %s migrated to %s and status.storedVersions is trimmed",
+				crd.Name, dc.Name, strings.Join(drop, ", "), b.Namespace, b.Name, servedDocList(d.CRD), migratedWhat(dc, crd), orUnknown(storageVersion(crd))))
 			// Not a risk for later but a rollout that fails half-way: a blocker, as
 			// api/removed-in-target is.
 			f.Severity = finding.Error
 			f.Evidence = []finding.Evidence{
-				ev(sourceOf(dc, obj), "status.storedVersions=%v; served now: %s", crd.StoredVersions, servedList(crd)),
+				ev(sourceOf(dc, obj), "status.storedVersions=%v; served now: %s; %s", crd.StoredVersions, servedList(crd), objectsToMigrate(dc, crd)),
 				ev(sourceOf(m, bundleRef(b.Namespace, b.Name)), "%s: CustomResourceDefinition %s serves %s", d.Source, d.Name, servedDocList(d.CRD)),
 			}
 			f.Keys = []string{"crd:" + dc.Name + "/" + crd.Name, BundleKey(fleetRef, b.Name)}
-			f.Vars = crdVars(crd, drop)
+			f.Vars = crdVars(dc, crd, drop)
 			out = append(out, f)
 		}
 	}

@@ -260,6 +260,9 @@ type StorageMigration struct {
 	StoredVersions []string `json:"storedVersions"`
 	// MigrateStep is, for a trim, the migration step that must have verified first.
 	MigrateStep string `json:"migrateStep,omitempty"`
+	// Objects is how many objects the CRD had when the cluster was read (nil: not counted);
+	// the migration's progress lines are measured against it.
+	Objects *int `json:"objects,omitempty"`
 }
 
 // HelmChange is the release a Helm step works on.

@@ -157,6 +157,11 @@ func (pl *planner) crdStorage(inc finding.Incident) []Attempt {
 		return nil
 	}
 	sm := &StorageMigration{CRD: crd.Name, Group: crd.Group, Plural: crd.Plural, Kind: crd.Kind, StorageVersion: storage, StoredVersions: slices.Clone(crd.StoredVersions)}
+	counted := ""
+	if n, ok, _ := c.CRDObjectCount(crd.Name); ok {
+		sm.Objects = &n
+		counted = fmt.Sprintf(", %d when the cluster was read", n)
+	}
 	obj := Object{Cluster: c.Name, APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: crd.Name, UID: crd.UID, ResourceVersion: crd.ResourceVersion}
 	why := pl.reasonsAbout(inc, func(f finding.Finding) bool { return true })
 	res := crd.Plural + "." + crd.Group
@@ -179,8 +184,8 @@ func (pl *planner) crdStorage(inc finding.Incident) []Attempt {
 			Target:   obj,
 			Evidence: []Object{obj},
 			Creates:  []Object{{Cluster: c.Name, APIVersion: SVMAPIVersion, Kind: "StorageVersionMigration", Name: SVMName(crd.Name), Create: true}},
-			Change: fmt.Sprintf("rewrite every %s object (%s) so the API server stores it as %s, not %s: StorageVersionMigration %s when the cluster serves the API and a controller acts on it (deleted again if none does), otherwise each object read in pages of 500 and written back unchanged under its resourceVersion",
-				crd.Kind, res, storage, strings.Join(old, ", "), SVMName(crd.Name)),
+			Change: fmt.Sprintf("rewrite every %s object (%s%s) so the API server stores it as %s, not %s: StorageVersionMigration %s when the cluster serves the API and a controller acts on it (deleted again if none does), otherwise each object read in pages of 500 and written back unchanged under its resourceVersion",
+				crd.Kind, res, counted, storage, strings.Join(old, ", "), SVMName(crd.Name)),
 			Why:       why,
 			Rationale: r.Action,
 			Precondition: fmt.Sprintf("CRD %s unchanged since planning (resourceVersion %s), storage version still %s; each object is written back with the resourceVersion it was read at, and one someone else wrote meanwhile is read again and written again, never overwritten",

@@ -206,3 +206,40 @@ func TestPlanBundleHintNamesFileAndReplacement(t *testing.T) {
 	}
 	t.Errorf("no manual entry: %+v", p.Manual)
 }
+
+// The migration step carries the object count the read took, and says it; without a count
+// it says nothing of one.
+func TestPlanCRDStorageMigrationCarriesObjectCount(t *testing.T) {
+	for _, counted := range []bool{true, false} {
+		snap, ctx := load(t, scenario("crd/version-not-served-positive"))
+		var crd string
+		for _, c := range snap.Clusters {
+			for _, x := range c.CRDs {
+				if len(x.StoredVersions) > 1 && counted {
+					c.CRDObjects = map[string]int{x.Name: 37}
+					crd = x.Name
+				}
+			}
+		}
+		if counted && crd == "" {
+			t.Fatal("the scenario has no CRD with stored versions to migrate")
+		}
+		incidents, _, _ := check.Evaluate(ctx, check.Filter{})
+		p := remediate.Build(remediate.Input{Snap: snap, Incidents: incidents, Options: remediate.Options{MaxRisk: remediate.Medium}})
+		var migrate *remediate.Step
+		for _, s := range p.Steps() {
+			if s.Action == remediate.MigrateStorage {
+				migrate = &s
+			}
+		}
+		if migrate == nil {
+			t.Fatalf("steps %v: want a migration", actions(p))
+		}
+		switch {
+		case counted && (migrate.Storage.Objects == nil || *migrate.Storage.Objects != 37 || !strings.Contains(migrate.Change, ", 37 when the cluster was read)")):
+			t.Errorf("counted: objects %v, change %q", migrate.Storage.Objects, migrate.Change)
+		case !counted && (migrate.Storage.Objects != nil || strings.Contains(migrate.Change, "when the cluster was read")):
+			t.Errorf("not counted: objects %v, change %q", migrate.Storage.Objects, migrate.Change)
+		}
+	}
+}

@@ -50,6 +50,8 @@ type clusterWatch struct {
 	nsStarted map[string]bool
 	nsInf     cache.SharedIndexInformer // nil when namespaces are forbidden
 	stop      <-chan struct{}
+
+	counts crdCounts // objects of the CRDs with stored versions to migrate
 }
 
 type watched struct {
@@ -352,17 +354,27 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 		add(nsInf.GetStore().List(), func(c *cachedObject) bool { return source.WatchedNamespace(c.name) })
 	}
 	crds := false
+	var crdList []*snapshot.CRD
 	for _, x := range informers {
 		if msg := x.forbidden.Load(); msg != nil && !x.inf.HasSynced() {
 			b.Error(finding.ScanError{Cluster: w.t.Name, Message: *msg})
 			continue
 		}
-		add(x.inf.GetStore().List(), nil)
+		items := x.inf.GetStore().List()
+		add(items, nil)
 		if x.res.Kind == "CustomResourceDefinition" && x.inf.HasSynced() {
 			crds = true
+			for _, obj := range items {
+				if c, ok := obj.(*cachedObject); ok && c.obj != nil {
+					if crd, ok := c.obj.Typed().(*snapshot.CRD); ok {
+						crdList = append(crdList, crd)
+					}
+				}
+			}
 		}
 	}
 	if crds {
 		b.MarkCRDsCollected(w.t.Name)
+		w.feedCRDCounts(b, crdList)
 	}
 }

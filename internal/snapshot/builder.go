@@ -116,6 +116,18 @@ func (b *Builder) MarkCRDsCollected(cluster string) {
 	b.mu.Unlock()
 }
 
+// SetCRDObjects records how many objects CRD crd has on cluster (ObjectsUnknown: the list
+// did not say).
+func (b *Builder) SetCRDObjects(cluster, crd string, n int) {
+	b.mu.Lock()
+	c := b.cluster(cluster)
+	if c.CRDObjects == nil {
+		c.CRDObjects = map[string]int{}
+	}
+	c.CRDObjects[crd] = n
+	b.mu.Unlock()
+}
+
 func (b *Builder) cluster(name string) *Cluster {
 	c := b.clusters[name]
 	if c == nil {

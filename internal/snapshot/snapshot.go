@@ -111,6 +111,10 @@ type Cluster struct {
 	// CRDsCollected is true when the source listed CRDs for this cluster, so an absent
 	// CRD means a missing CRD rather than an unread one.
 	CRDsCollected bool
+	// CRDObjects counts, by CRD name, the objects of each CRD that has stored versions to
+	// migrate, as a live LIST said when the cluster was read (or a collected bundle recorded).
+	// ObjectsUnknown: the list was read but the server did not say how many; absent: not read.
+	CRDObjects map[string]int
 
 	// Logs by namespace/pod/container.
 	Logs map[string]*Log
@@ -133,6 +137,22 @@ type CRD struct {
 	Plural          string
 	Versions        []CRDVersion
 	StoredVersions  []string
+}
+
+// ObjectsUnknown is a CRDObjects count the API server did not give (no remainingItemCount).
+const ObjectsUnknown = -1
+
+// CRDObjectCount is what is known of the objects of CRD name: n and whether it was read as
+// a count (ok false: not read, or read without a count — unknown says which).
+func (c *Cluster) CRDObjectCount(name string) (n int, ok, unknown bool) {
+	v, read := c.CRDObjects[name]
+	switch {
+	case !read:
+		return 0, false, false
+	case v < 0:
+		return 0, false, true
+	}
+	return v, true, false
 }
 
 // CRDVersion is one version of a CRD.

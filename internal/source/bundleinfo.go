@@ -45,6 +45,10 @@ type BundleInfoCluster struct {
 	CRDsCollected bool `json:"crdsCollected,omitempty"`
 	// KubernetesVersion is the API server's version when the bundle was collected.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// CRDObjects counts, by CRD name, the objects of each CRD with stored versions to
+	// migrate, as the live list said when collecting (a count the server did not give is
+	// left out).
+	CRDObjects map[string]int `json:"crdObjects,omitempty"`
 }
 
 // ParseBundleInfo reads and validates a metadata document.

@@ -259,6 +259,8 @@ type clusterReader struct {
 
 	mu   sync.Mutex
 	pods []*corev1.Pod
+	// migrating are the CRDs listed with stored versions to migrate (their objects counted).
+	migrating []MigratingCRD
 
 	watchedOnce sync.Once
 	watched     map[string]bool // r.ns as a set, for listWatched
@@ -366,6 +368,7 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 	wg.Wait()
 	if r.served[gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions")] {
 		sink.MarkCRDsCollected(t.Name)
+		r.countMigrating(ctx)
 	}
 	r.logs(ctx)
 	return ctx.Err()
@@ -573,6 +576,7 @@ func (r *clusterReader) typedPage(ctx context.Context, res resource, ns string, 
 func (r *clusterReader) item(u *unstructured.Unstructured, res resource) {
 	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 	if res.kind == "CustomResourceDefinition" {
+		r.noteCRD(u)
 		// The schemas are most of a CRD's size and no check reads them.
 		if vs, ok, _ := unstructured.NestedSlice(u.Object, "spec", "versions"); ok {
 			for _, v := range vs {

@@ -422,6 +422,9 @@ func (l *loader) declare(subs []clusterMeta) {
 			have.KubernetesVersion = c.KubernetesVersion
 		}
 		have.CRDsCollected = have.CRDsCollected || c.CRDsCollected
+		if have.CRDObjects == nil {
+			have.CRDObjects = c.CRDObjects
+		}
 	}
 	if l.info != nil {
 		collectedAt = l.info.CollectedAt
@@ -466,6 +469,7 @@ func (l *loader) declare(subs []clusterMeta) {
 		if c.CRDsCollected {
 			l.b.MarkCRDsCollected(c.Name)
 		}
+		l.crdObjects(c.Name, c.CRDObjects)
 	}
 	for _, e := range collectErrs {
 		l.b.Error(e) // what went wrong when the bundle was collected

@@ -79,6 +79,21 @@ func (w *BundleWriter) MarkCRDsCollected(cluster string) {
 	w.mu.Unlock()
 }
 
+// SetCRDObjects keeps how many objects a CRD with stored versions to migrate has. A count
+// the server did not give is not written: the bundle then says nothing of it.
+func (w *BundleWriter) SetCRDObjects(cluster, crd string, n int) {
+	if n < 0 {
+		return
+	}
+	w.mu.Lock()
+	c := w.cluster(cluster)
+	if c.CRDObjects == nil {
+		c.CRDObjects = map[string]int{}
+	}
+	c.CRDObjects[crd] = n
+	w.mu.Unlock()
+}
+
 // Error keeps a read error; the bundle carries it so a later scan reports it too.
 func (w *BundleWriter) Error(e finding.ScanError) {
 	w.mu.Lock()

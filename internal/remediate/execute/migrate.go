@@ -306,7 +306,7 @@ func (e *Executor) migrateObjects(ctx context.Context, cl *cluster, st remediate
 		}
 		done += len(list.Items)
 		cont = list.GetContinue()
-		msg := fmt.Sprintf("page %d: %d objects written back (%d in all, %d conflicts read again and written again)", page, len(list.Items), done, conflicts)
+		msg := fmt.Sprintf("page %d: %d objects written back (%d in all%s, %d conflicts read again and written again)", page, len(list.Items), done, ofCounted(st.Storage), conflicts)
 		if err := e.record(st, PhaseProgress, msg, func(en *Entry) {
 			en.Continue, en.Migrated, en.Pages, en.Objects = cont, done, page, names
 		}); err != nil {
@@ -316,10 +316,23 @@ func (e *Executor) migrateObjects(ctx context.Context, cl *cluster, st remediate
 			break
 		}
 	}
-	e.note = fmt.Sprintf("%d %s objects written back in %s, %d conflicts with other writers read again and written again; each page backed up under %s/ before its writes",
-		done, st.Storage.Kind, st.Storage.StorageVersion, conflicts, migrationDir)
+	counted := ""
+	if st.Storage.Objects != nil {
+		counted = fmt.Sprintf(" (%d counted when planned)", *st.Storage.Objects)
+	}
+	e.note = fmt.Sprintf("%d %s objects written back in %s%s, %d conflicts with other writers read again and written again; each page backed up under %s/ before its writes",
+		done, st.Storage.Kind, st.Storage.StorageVersion, counted, conflicts, migrationDir)
 	e.say("  [%d] migrated: %s", n, e.note)
 	return nil
+}
+
+// ofCounted measures the objects done against the count the plan took when the cluster was
+// read: " of 520 counted when planned" (objects created or deleted since move it).
+func ofCounted(sm *remediate.StorageMigration) string {
+	if sm == nil || sm.Objects == nil {
+		return ""
+	}
+	return fmt.Sprintf(" of %d counted when planned", *sm.Objects)
 }
 
 func objName(u *unstructured.Unstructured) string {
