@@ -31,7 +31,9 @@ type target struct {
 	// server goes with context as --server (helm: --kube-apiserver): a cluster reached
 	// through Rancher's proxy with the credentials of a context for Rancher itself.
 	server string
-	note   string
+	// kubeconfig goes with context as --kubeconfig: the file the live read named.
+	kubeconfig string
+	note       string
 }
 
 // aimer picks the context of each command of a finding.
@@ -48,7 +50,7 @@ func contextOf(c *snapshot.Cluster, name string) target {
 	if c == nil {
 		return target{context: name, note: "context " + name + " is the cluster's name: the input holds nothing about that cluster"}
 	}
-	return target{context: c.Context, server: c.ContextServer}
+	return target{context: c.Context, server: c.ContextServer, kubeconfig: c.Kubeconfig}
 }
 
 // managementTarget is the management cluster of a finding: its own cluster when that is
@@ -86,11 +88,14 @@ func (a aimer) aim(cmd string, withManagement bool) (string, string) {
 	}
 	out := programStart.ReplaceAllStringFunc(cmd, func(m string) string {
 		sub := programStart.FindStringSubmatch(m)
-		server := ""
+		file, server := "", ""
+		if t.kubeconfig != "" {
+			file = "--kubeconfig " + shellQuote(t.kubeconfig) + " " // kubectl's and helm's flag alike
+		}
 		if t.server != "" {
 			server = serverFlag[sub[2]] + shellQuote(t.server)
 		}
-		return sub[1] + sub[2] + " " + flag[sub[2]] + ctx + server + sub[3]
+		return sub[1] + sub[2] + " " + file + flag[sub[2]] + ctx + server + sub[3]
 	})
 	return out, t.note
 }

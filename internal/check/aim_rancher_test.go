@@ -23,3 +23,20 @@ func TestAimThroughRancherCarriesTheServer(t *testing.T) {
 		}
 	}
 }
+
+// A live read given --kubeconfig aims its commands at that file too, quoted for the shell
+// when its path needs it: a shell reading another kubeconfig would otherwise send them to
+// that file's context of the same name.
+func TestAimNamesTheKubeconfigGiven(t *testing.T) {
+	a := aimer{subject: contextOf(&snapshot.Cluster{Name: "prod-eu-1", Context: "prod-eu-1",
+		Kubeconfig: "/home/ops/fleet configs/eu.yaml"}, "prod-eu-1")}
+	cases := map[string]string{
+		"kubectl -n cattle-fleet-system rollout restart deployment/fleet-agent": "kubectl --kubeconfig '/home/ops/fleet configs/eu.yaml' --context prod-eu-1 -n cattle-fleet-system rollout restart deployment/fleet-agent",
+		"helm -n cattle-fleet-system history fleet-agent-local":                 "helm --kubeconfig '/home/ops/fleet configs/eu.yaml' --kube-context prod-eu-1 -n cattle-fleet-system history fleet-agent-local",
+	}
+	for in, want := range cases {
+		if got, _ := a.aim(in, false); got != want {
+			t.Errorf("aim(%q):\n got %s\nwant %s", in, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -135,6 +136,43 @@ func (k *kubeFlags) restConfig(context string) (*rest.Config, error) {
 // that reach one cluster twice (a Rancher kubeconfig's proxy and authorized-endpoint
 // contexts) are read once.
 func (k *kubeFlags) targets(ctx context.Context) ([]source.Target, error) {
+	ts, err := k.resolveTargets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return k.withKubeconfig(ts)
+}
+
+// withKubeconfig makes the commands printed about each target name the kubeconfig file given
+// with --kubeconfig, when that file holds the context they are aimed at: pasted into a shell
+// whose kubectl reads another kubeconfig, a command naming only --context would go to that
+// file's context of the same name, or to none.
+func (k *kubeFlags) withKubeconfig(ts []source.Target) ([]source.Target, error) {
+	if k.cf.KubeConfig == nil || *k.cf.KubeConfig == "" {
+		return ts, nil
+	}
+	path, err := filepath.Abs(*k.cf.KubeConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", *k.cf.KubeConfig, err)
+	}
+	raw, err := k.cf.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return ts, nil // --rancher-url reads no kubeconfig; its commands name no file
+	}
+	for i := range ts {
+		ctx := ts[i].Context
+		if ctx == "" {
+			ctx = ts[i].Name
+		}
+		if _, ok := raw.Contexts[ctx]; ok {
+			ts[i].Kubeconfig = path
+		}
+	}
+	return ts, nil
+}
+
+// resolveTargets is targets without the kubeconfig file commands name.
+func (k *kubeFlags) resolveTargets(ctx context.Context) ([]source.Target, error) {
 	if err := k.validate(); err != nil {
 		return nil, err
 	}

@@ -232,3 +232,37 @@ func TestConnectionFlagsRefusedWithFrom(t *testing.T) {
 		}
 	}
 }
+
+// Commands name the kubeconfig file only when one was given with --kubeconfig, as an
+// absolute path (they may be pasted from another directory); $KUBECONFIG is the shell's
+// own, so commands need not name it.
+func TestTargetsNameTheKubeconfigGiven(t *testing.T) {
+	kc, dir := fleetKubeconfig(t)
+	t.Chdir(dir)
+	files := func(args ...string) map[string]string {
+		k := newKubeFlags()
+		fs := pflag.NewFlagSet("scan", pflag.ContinueOnError)
+		k.addFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		ts, err := k.targets(t.Context())
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		out := map[string]string{}
+		for _, tg := range ts {
+			out[tg.Name] = tg.Kubeconfig
+		}
+		return out
+	}
+	got := files("--kubeconfig", filepath.Base(kc), "--all-contexts")
+	want := map[string]string{"prod-eu-1": kc, "prod-us-1": kc}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("with --kubeconfig %s: %v, want %v", filepath.Base(kc), got, want)
+	}
+	t.Setenv("KUBECONFIG", kc)
+	if got := files("--context", "prod-us-1"); got["prod-us-1"] != "" {
+		t.Errorf("with $KUBECONFIG only, commands name %q; want no file", got["prod-us-1"])
+	}
+}

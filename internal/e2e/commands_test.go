@@ -90,7 +90,54 @@ func TestExampleCommandsArePasteable(t *testing.T) {
 	}
 	sort.Strings(cmds)
 	for _, c := range cmds {
-		t.Run(c, func(t *testing.T) { pasteCommand(t, kubeconfig, kubectl, c) })
+		t.Run(c, func(t *testing.T) { pasteCommand(t, kubeconfig, kubeconfig, kubectl, c) })
+	}
+	if t.Failed() {
+		return
+	}
+	pasteLiveCommands(t, kubeconfig, kubectl)
+}
+
+// pasteLiveCommands scans the replayed example live through the kubeconfig named with
+// --kubeconfig, and pastes every command printed into a shell whose $KUBECONFIG is another
+// file with contexts of the same names, pointing nowhere: each must name the file it was
+// read through, or it would act on whatever cluster that other file calls by the same name.
+func pasteLiveCommands(t *testing.T, kubeconfig, kubectl string) {
+	decoy := clientcmdapi.NewConfig()
+	for _, n := range exampleClusters {
+		decoy.Clusters[n] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+		decoy.AuthInfos[n] = &clientcmdapi.AuthInfo{}
+		decoy.Contexts[n] = &clientcmdapi.Context{Cluster: n, AuthInfo: n}
+	}
+	decoyFile := filepath.Join(t.TempDir(), "decoy-kubeconfig")
+	if err := clientcmd.WriteToFile(*decoy, decoyFile); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "scan", "--kubeconfig", kubeconfig, "--all-contexts", "--now", now, "-o", "json")
+	if code != 3 {
+		t.Fatalf("live scan exited %d, want 3 (critical incidents); stderr: %s", code, errOut)
+	}
+	cmds, clusters := jsonReportCommands(t, out)
+	for _, c := range clusters {
+		if c.Kubeconfig != kubeconfig || c.Context != c.Name {
+			t.Errorf("cluster %s: commands aimed at context %q of %q, want context %s of %s", c.Name, c.Context, c.Kubeconfig, c.Name, kubeconfig)
+		}
+	}
+	if len(cmds) == 0 {
+		t.Fatal("the live scan printed no command")
+	}
+	seen := map[string]bool{}
+	for _, c := range cmds {
+		if seen[c.cmd] {
+			continue
+		}
+		seen[c.cmd] = true
+		for _, m := range programRe.FindAllStringSubmatch(c.cmd, -1) {
+			if !strings.Contains(m[0], " --kubeconfig "+kubeconfig+" ") {
+				t.Errorf("%s does not name the kubeconfig the scan was given: %s", m[2], c.cmd)
+			}
+		}
+		t.Run("live/"+c.cmd, func(t *testing.T) { pasteCommand(t, kubeconfig, decoyFile, kubectl, c.cmd) })
 	}
 }
 
@@ -119,24 +166,32 @@ func markdownCommands(md string) []printedCommand {
 	return out
 }
 
+// reportCluster is a cluster of a JSON report, as far as the commands' aim goes.
+type reportCluster struct {
+	Name, Context, ContextSource, Kubeconfig string
+}
+
 func jsonCommands(t *testing.T, out string) []printedCommand {
+	cmds, clusters := jsonReportCommands(t, out)
+	for _, c := range clusters {
+		if c.Context != c.Name || c.ContextSource != "cluster name" || c.Kubeconfig != "" {
+			t.Errorf("cluster %s: context %q from %q, kubeconfig %q; the example records none, so its name stands in, and the report says so", c.Name, c.Context, c.ContextSource, c.Kubeconfig)
+		}
+	}
+	return cmds
+}
+
+func jsonReportCommands(t *testing.T, out string) ([]printedCommand, []reportCluster) {
 	var r struct {
 		Findings  []jsonFinding `json:"findings"`
 		Incidents []struct {
 			RootCause jsonFinding   `json:"rootCause"`
 			Symptoms  []jsonFinding `json:"symptoms"`
 		} `json:"incidents"`
-		Clusters []struct {
-			Name, Context, ContextSource string
-		} `json:"clusters"`
+		Clusters []reportCluster `json:"clusters"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
-	}
-	for _, c := range r.Clusters {
-		if c.Context != c.Name || c.ContextSource != "cluster name" {
-			t.Errorf("cluster %s: context %q from %q; the example records none, so its name stands in, and the report says so", c.Name, c.Context, c.ContextSource)
-		}
 	}
 	fs := r.Findings
 	for _, inc := range r.Incidents {
@@ -150,7 +205,7 @@ func jsonCommands(t *testing.T, out string) []printedCommand {
 			}
 		}
 	}
-	return cmds
+	return cmds, r.Clusters
 }
 
 type jsonFinding struct {
@@ -160,7 +215,7 @@ type jsonFinding struct {
 	} `json:"remediation"`
 }
 
-var programRe = regexp.MustCompile(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm) (\S+)`)
+var programRe = regexp.MustCompile(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm) (?:--kubeconfig \S+ )?(\S+)`)
 
 func checkAimedAndFilled(t *testing.T, format string, c printedCommand) {
 	t.Helper()
@@ -275,20 +330,30 @@ var mutating = []string{"patch", "label", "annotate", "delete", "create", "repla
 
 var (
 	podLogMissing  = regexp.MustCompile(`rejected our request for an unknown reason \(get pods (\S+)\)`)
-	rolloutRestart = regexp.MustCompile(`^kubectl (--context \S+ -n \S+) rollout restart deployment/(\S+)$`)
+	rolloutRestart = regexp.MustCompile(`^kubectl ((?:--kubeconfig \S+ )?--context \S+ -n \S+) rollout restart deployment/(\S+)$`)
 )
 
 func namespaceOf(cmd string) string {
-	f := strings.Fields(cmd)
-	for i := 0; i+1 < len(f); i++ {
-		if f[i] == "-n" {
-			return f[i+1]
-		}
+	if ns := flagOf(cmd, "-n"); ns != "" {
+		return ns
 	}
 	return "default"
 }
 
-func pasteCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
+// flagOf is the value of the first occurrence of flag in cmd, or "".
+func flagOf(cmd, flag string) string {
+	f := strings.Fields(cmd)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == flag {
+			return f[i+1]
+		}
+	}
+	return ""
+}
+
+// pasteCommand runs cmd (mutations as server dry runs) in a shell whose $KUBECONFIG is shell;
+// kubeconfig is the file that reaches the replayed clusters.
+func pasteCommand(t *testing.T, kubeconfig, shell, kubectl, cmd string) {
 	if strings.HasPrefix(cmd, "helm ") {
 		checkHelmCommand(t, kubeconfig, kubectl, cmd)
 		return
@@ -312,7 +377,7 @@ func pasteCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", script)
 	sh.Dir = dir
-	sh.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+dir)
+	sh.Env = append(os.Environ(), "KUBECONFIG="+shell, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+dir)
 	out, err := sh.CombinedOutput()
 	if err == nil {
 		return
@@ -325,8 +390,7 @@ func pasteCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
 		// for an unknown reason"). The pod it named must exist on that cluster.
 		m := podLogMissing.FindStringSubmatch(text)
 		if m != nil {
-			ctxName := strings.Fields(cmd)[2]
-			args := []string{"--kubeconfig", kubeconfig, "--context", ctxName, "-n", namespaceOf(cmd), "get", "pod", m[1]}
+			args := []string{"--kubeconfig", kubeconfig, "--context", flagOf(cmd, "--context"), "-n", namespaceOf(cmd), "get", "pod", m[1]}
 			if o, err := exec.CommandContext(ctx, kubectl, args...).CombinedOutput(); err != nil {
 				t.Errorf("logs of a pod that is not there: %v\n%s", err, o)
 			}
@@ -387,6 +451,11 @@ func checkHelmCommand(t *testing.T, kubeconfig, kubectl, cmd string) {
 		case "--kube-context":
 			i++
 			ctxName = f[i]
+		case "--kubeconfig":
+			i++
+			if f[i] != kubeconfig {
+				t.Errorf("helm reads %s, not the kubeconfig the scan was given (%s): %s", f[i], kubeconfig, cmd)
+			}
 		case "-n", "--namespace":
 			i++
 			ns = f[i]

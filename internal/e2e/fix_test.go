@@ -59,7 +59,7 @@ func TestFixRollsBackPendingAgentRelease(t *testing.T) {
 	if !ok || first.Action != remediate.HelmRollback {
 		t.Fatalf("first mutating step: %+v (ok=%v), want the Helm rollback", first.Action, ok)
 	}
-	wantCmd := "helm --kube-context prod-eu-1 -n cattle-fleet-system rollback " + agentRelease + " 4"
+	wantCmd := "helm --kubeconfig " + f.kubeconfig + " --kube-context prod-eu-1 -n cattle-fleet-system rollback " + agentRelease + " 4"
 	if len(first.Commands) == 0 || first.Commands[0] != wantCmd {
 		t.Errorf("rollback command %q, want %q", first.Commands, wantCmd)
 	}

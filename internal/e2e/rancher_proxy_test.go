@@ -208,8 +208,8 @@ func TestRancherProxy(t *testing.T) {
 		if d := diff(want, got); d != "" {
 			t.Errorf("report clusters (name server context contextServer) differ (- want, + got):\n%s", d)
 		}
-		if !strings.Contains(out, "kubectl --context rancher --server "+f.standIn.URL()+"/k8s/clusters/c-m-4x7kq2zt ") {
-			t.Errorf("no command about prod-eu-1 aimed at the Rancher context with --server its proxy URL")
+		if !strings.Contains(out, "kubectl --kubeconfig "+ops+" --context rancher --server "+f.standIn.URL()+"/k8s/clusters/c-m-4x7kq2zt ") {
+			t.Errorf("no command about prod-eu-1 aimed at the Rancher context of %s with --server its proxy URL", ops)
 		}
 		if n := f.standIn.Requests(hiddenID); n != 0 {
 			t.Errorf("the scan asked for the cluster the token may not see %d times", n)

@@ -267,7 +267,7 @@ func TestRealFleetAgentCRDRemoved(t *testing.T) {
 		t.Errorf("crd/missing findings %v, want exactly %s on %s:\n%s", got, fleetBDCRD, r.mgmt.ContextName, raw)
 	}
 	// The guided step unstick prints for it: the fleet-crd chart, where Fleet installs it.
-	if !strings.Contains(raw, "helm --kube-context "+r.mgmt.ContextName+" -n cattle-fleet-system upgrade fleet-crd ") {
+	if !strings.Contains(raw, "helm --kubeconfig "+kubeconfig+" --kube-context "+r.mgmt.ContextName+" -n cattle-fleet-system upgrade fleet-crd ") {
 		t.Errorf("the scan's remediation does not name the fleet-crd release on %s:\n%s", r.mgmt.ContextName, raw)
 	}
 	collectRealCRD(t, kubeconfig)

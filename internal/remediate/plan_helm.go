@@ -240,11 +240,22 @@ func orDash(s string) string {
 // kubectl starts a printed kubectl command aimed at the cluster: its kubeconfig context, and
 // the --server that goes with it when the cluster was reached through Rancher's proxy with a
 // Rancher context's credentials.
-func kubectl(c *snapshot.Cluster) string { return "kubectl --context " + aimAt(c, " --server ") }
+func kubectl(c *snapshot.Cluster) string {
+	return "kubectl " + kubeconfigFlag(c) + "--context " + aimAt(c, " --server ")
+}
 
 // helmAt starts a printed helm command aimed at the cluster, as kubectl does.
 func helmAt(c *snapshot.Cluster) string {
-	return "helm --kube-context " + aimAt(c, " --kube-apiserver ")
+	return "helm " + kubeconfigFlag(c) + "--kube-context " + aimAt(c, " --kube-apiserver ")
+}
+
+// kubeconfigFlag names the kubeconfig file the live read was given, so that a pasted command
+// reads the same file whatever $KUBECONFIG the shell has.
+func kubeconfigFlag(c *snapshot.Cluster) string {
+	if c.Kubeconfig == "" {
+		return ""
+	}
+	return "--kubeconfig " + shellQuote(c.Kubeconfig) + " "
 }
 
 func aimAt(c *snapshot.Cluster, serverFlag string) string {

@@ -347,3 +347,29 @@ func TestRulesMatchTheCatalogue(t *testing.T) {
 		t.Errorf("planner rules %v\ncatalogue autofix %v", got, want)
 	}
 }
+
+// A plan made from a live read given --kubeconfig names that file in every command, kubectl's
+// and helm's alike, before the context.
+func TestPlanCommandsNameTheKubeconfigGiven(t *testing.T) {
+	snap, ctx := load(t, scenario("fleet/agent-pending-upgrade-incident"))
+	for _, c := range snap.Clusters {
+		c.Kubeconfig = "/home/ops/fleet.yaml"
+	}
+	incidents, _, _ := check.Evaluate(ctx, check.Filter{})
+	p := remediate.Build(remediate.Input{Snap: snap, Incidents: incidents, Options: remediate.Options{MaxRisk: remediate.Low}})
+	want := map[remediate.Action]string{
+		remediate.RedeployAgent: "kubectl --kubeconfig /home/ops/fleet.yaml --context local ",
+		remediate.HelmRollback:  "helm --kubeconfig /home/ops/fleet.yaml --kube-context prod-eu-1 ",
+	}
+	for _, s := range p.Steps() {
+		if prefix, ok := want[s.Action]; ok {
+			delete(want, s.Action)
+			if len(s.Commands) == 0 || !strings.HasPrefix(s.Commands[0], prefix) {
+				t.Errorf("%s step: commands %q, want them to start %q", s.Action, s.Commands, prefix)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no step for %v", want)
+	}
+}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -22,5 +23,19 @@ func TestNextStepSkipsARungWithNoCommandLeft(t *testing.T) {
 	}
 	if s, _ := nextStep(finding.Finding{Remediation: []finding.Step{observe}}); s.Rung != "observe" {
 		t.Errorf("next step %q, want observe", s.Rung)
+	}
+}
+
+// The table's first line says which kubeconfig file the commands name when a live read was
+// given one, so a reader knows the commands below are for that file.
+func TestContextLineNamesTheKubeconfig(t *testing.T) {
+	cs := []Cluster{{Name: "local", Context: "local", ContextSource: "kubeconfig", Kubeconfig: "/home/ops/fleet.yaml"},
+		{Name: "prod-eu-1", Context: "prod-eu-1", ContextSource: "kubeconfig", Kubeconfig: "/home/ops/fleet.yaml"}}
+	if got := contextLine(cs); !strings.Contains(got, "--kubeconfig /home/ops/fleet.yaml and --context") {
+		t.Errorf("context line %q does not name the kubeconfig file", got)
+	}
+	cs[1].Kubeconfig = ""
+	if got := contextLine(cs); strings.Contains(got, "--kubeconfig") {
+		t.Errorf("context line %q names a file not every cluster's commands carry", got)
 	}
 }

@@ -55,9 +55,12 @@ type Cluster struct {
 	// ContextServer is the --server the commands pass with Context: the cluster is reached
 	// through Rancher's proxy with the credentials of a context for Rancher.
 	ContextServer string `json:"contextServer,omitempty"`
-	Objects       int    `json:"objects"`
-	Findings      int    `json:"findings"`
-	Worst         string `json:"worstSeverity,omitempty"`
+	// Kubeconfig is the kubeconfig file the commands pass with Context: the one given
+	// with --kubeconfig to a live read.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Objects    int    `json:"objects"`
+	Findings   int    `json:"findings"`
+	Worst      string `json:"worstSeverity,omitempty"`
 	// Status is the worst severity, or ok, incomplete (read with errors) or no data.
 	Status string `json:"status"`
 	// Hidden counts this cluster's findings that filters and suppressions kept out.
@@ -70,7 +73,7 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
 	for _, c := range s.Clusters {
 		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c),
-			Context: c.Context, ContextSource: string(c.ContextSource), ContextServer: c.ContextServer}
+			Context: c.Context, ContextSource: string(c.ContextSource), ContextServer: c.ContextServer, Kubeconfig: c.Kubeconfig}
 		var worst finding.Severity
 		for _, f := range fs {
 			if f.Cluster == c.Name {

@@ -250,6 +250,8 @@ func contextLine(cs []Cluster) string {
 	switch {
 	case len(cs) == 0:
 		return ""
+	case len(guessed) == 0 && kubeconfigOf(cs) != "":
+		return "Commands carry --kubeconfig " + kubeconfigOf(cs) + " and --context: the context each cluster was read through (CONTEXT below)."
 	case len(guessed) == 0:
 		return "Commands carry --context: the kubeconfig context each cluster was read through or collected from (CONTEXT below)."
 	case len(guessed) == len(cs):
@@ -259,6 +261,17 @@ func contextLine(cs []Cluster) string {
 		guessed = append(guessed[:5], "…")
 	}
 	return fmt.Sprintf("Commands carry --context: the recorded kubeconfig context, except for %s, where nothing recorded one and the cluster's name stands in.", strings.Join(guessed, ", "))
+}
+
+// kubeconfigOf is the kubeconfig file every cluster's commands name, if they all name one.
+func kubeconfigOf(cs []Cluster) string {
+	file := cs[0].Kubeconfig
+	for _, c := range cs[1:] {
+		if c.Kubeconfig != file {
+			return ""
+		}
+	}
+	return file
 }
 
 // preamble prints what the reader must know before the incidents: timestamps left out of the

@@ -43,6 +43,9 @@ type ClusterInfo struct {
 	// (helm: --kube-apiserver) next to Context: a cluster read through Rancher's proxy with
 	// the credentials of a context that points at Rancher itself.
 	ContextServer string
+	// Kubeconfig, when set, is the kubeconfig file printed commands pass with --kubeconfig:
+	// the one given on the command line of a live read. Bundles do not record it.
+	Kubeconfig string
 }
 
 // Builder collects objects from a source and produces a Snapshot. Add* may be called from
@@ -135,9 +138,10 @@ type Header struct {
 // IsObject reports whether h names a Kubernetes object (or a list of them).
 func (h *Header) IsObject() bool { return h.APIVersion != "" && h.Kind != "" }
 
-// IsList reports a List object (kind List or *List with items).
+// IsList reports a List object: kind List, or a typed list (PodList) with items or without a
+// name (the API server writes an empty one's items as null).
 func (h *Header) IsList() bool {
-	return h.Kind == "List" || (strings.HasSuffix(h.Kind, "List") && h.Items != nil)
+	return h.Kind == "List" || (strings.HasSuffix(h.Kind, "List") && (h.Items != nil || h.Metadata.Name == ""))
 }
 
 // AddJSON decodes one object (never a List: the caller expands those) of any kind into the
@@ -639,6 +643,7 @@ func (b *Builder) Build() *Snapshot {
 		c.Role, c.Server, c.FleetCluster = info.Role, info.Server, info.FleetCluster
 		c.ServerVersion = info.ServerVersion
 		c.Context, c.ContextSource, c.ContextServer = info.Context, ContextRecorded, info.ContextServer
+		c.Kubeconfig = info.Kubeconfig
 		if c.Context == "" {
 			// A bundle that does not say how it was collected: the cluster's name is the
 			// best guess, and the report says it is one.

@@ -70,6 +70,8 @@ type Cluster struct {
 	// ContextServer, when set, goes with Context as --server: the cluster is reached
 	// through Rancher's proxy with the credentials of a context for Rancher (ClusterInfo).
 	ContextServer string
+	// Kubeconfig, when set, goes with Context as --kubeconfig (ClusterInfo).
+	Kubeconfig string
 
 	Namespaces           []*corev1.Namespace
 	Nodes                []*corev1.Node

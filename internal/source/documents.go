@@ -317,7 +317,17 @@ func stripComments(b []byte) []byte {
 // object adds one JSON document found at rel:line (item names it inside a List: items[3]),
 // expanding Lists. A document it does not turn into an object is recorded in f with the reason.
 func (l *loader) object(cluster, rel string, line int, item string, raw []byte, f *fileDocs) {
+	l.objectOf(cluster, rel, line, item, raw, f, nil)
+}
+
+// objectOf is object for a document that, as an item of a typed List (PodList), takes its
+// apiVersion and kind from the List when it has none of its own: the API server's own list
+// responses, and `kubectl cluster-info dump`, leave them out of every item.
+func (l *loader) objectOf(cluster, rel string, line int, item string, raw []byte, f *fileDocs, list *snapshot.Header) {
 	var h snapshot.Header
+	if list != nil && list.Kind != "List" {
+		h.APIVersion, h.Kind = list.APIVersion, strings.TrimSuffix(list.Kind, "List")
+	}
 	if why := snapshot.NotAnObject(raw, &h); why != "" {
 		if item != "" && (why == "an empty mapping, not a Kubernetes object" || strings.HasPrefix(why, "an empty document")) {
 			why = "an empty List item"
@@ -341,7 +351,7 @@ func (l *loader) object(cluster, rel string, line int, item string, raw []byte, 
 			if f.stopped {
 				break
 			}
-			l.object(cluster, rel, line, fmt.Sprintf("%sitems[%d]", dotted(item), i), it, f)
+			l.objectOf(cluster, rel, line, fmt.Sprintf("%sitems[%d]", dotted(item), i), it, f, &h)
 		}
 		f.objects++ // a List, even empty, is a Kubernetes document
 		return

@@ -48,6 +48,9 @@ type Target struct {
 	// reached through Rancher's proxy with the credentials of a context for Rancher).
 	Context       string
 	ContextServer string
+	// Kubeconfig, when set, is the kubeconfig file (an absolute path) those commands pass
+	// with --kubeconfig: the one the user named on the command line, holding Context.
+	Kubeconfig string
 	// ViaRancher says the cluster is read through Rancher's proxy (RancherTargets), not
 	// through a kubeconfig context of its own.
 	ViaRancher bool
@@ -71,7 +74,7 @@ func (t Target) Info() snapshot.ClusterInfo {
 	if ctx == "" {
 		ctx = t.Name
 	}
-	return snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: ctx, ContextServer: t.ContextServer}
+	return snapshot.ClusterInfo{Name: t.Name, Server: t.Server, Context: ctx, ContextServer: t.ContextServer, Kubeconfig: t.Kubeconfig}
 }
 
 // Live reads clusters through their API servers.

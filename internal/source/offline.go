@@ -539,7 +539,7 @@ func (l *loader) file(e entry, single string) {
 		return
 	}
 	data = utf8Text(data)
-	if m := logPath.FindStringSubmatch(rest); m != nil {
+	if m := logPath.FindStringSubmatch(rest); m != nil || isDumpLog(rest, data) {
 		// Splitting a log into lines holds about twice its size for a moment.
 		cost := 2 * int64(len(data))
 		if !l.mem.reserve(cost) {
@@ -549,6 +549,10 @@ func (l *loader) file(e entry, single string) {
 			return
 		}
 		defer l.mem.release(cost)
+		if m == nil {
+			l.dumpLogs(cluster, e.rel, data)
+			return
+		}
 		l.b.AddLog(cluster, m[1], m[2], m[3], m[4] != "", e.rel, tailLines(data, l.lim))
 		return
 	}
@@ -561,6 +565,18 @@ func (l *loader) file(e entry, single string) {
 		return
 	}
 	l.objects(cluster, e.rel, data)
+}
+
+// dumpLogs reads the containers' logs of a cluster-info dump's logs.txt, and says which ones
+// kubectl could not read, so that no check takes a missing log for a quiet one.
+func (l *loader) dumpLogs(cluster, rel string, data []byte) {
+	for _, d := range splitDumpLog(data) {
+		if d.unread != "" {
+			l.b.SkipAt(rel, d.line, fmt.Sprintf("no log of container %s of pod %s/%s: kubectl could not read it (%s)", d.container, d.namespace, d.pod, redactpkg.String(d.unread)))
+			continue
+		}
+		l.b.AddLog(cluster, d.namespace, d.pod, d.container, false, fmt.Sprintf("%s:%d", rel, d.line), tailLines(d.body, l.lim))
+	}
 }
 
 func displayCluster(c string) string {

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/unstick-dev/unstick/internal/testenv"
+)
+
+// `kubectl cluster-info dump` is what operators most often attach to a report: typed Lists
+// whose items carry no apiVersion or kind (empty ones with items null), and every container's
+// log in DIR/<namespace>/<pod>/logs.txt between marker lines. The example's prod-us-1 is
+// replayed into a real API server, real kubectl dumps it as JSON and as YAML, and each dump
+// scans to the agent's missing CRD as the root cause, read from the dumped log, with nothing
+// skipped as not an object.
+func TestScanReadsAClusterInfoDump(t *testing.T) {
+	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
+	ctx := t.Context()
+	kubectl, err := testenv.Kubectl(ctx)
+	if err != nil {
+		t.Fatalf("building kubectl: %v", err)
+	}
+	env := testenv.Start(t, testenv.WithContextName("prod-us-1"))
+	if _, err := testenv.Load(ctx, env.Config, example, testenv.LoadOptions{Cluster: "prod-us-1"}); err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(t.TempDir(), "logs")
+	if _, err := testenv.CopyLogs(example, "prod-us-1", logs); err != nil {
+		t.Fatal(err)
+	}
+	// The agent crash-loops: its container is waiting, and the kubelet answers a plain
+	// `kubectl logs` with the last terminated instance's log, which the bundle holds as the
+	// previous log. The log stand-in serves it for the plain request too.
+	podLogs := filepath.Join(logs, "cattle-fleet-system", "fleet-agent-w8dt2q2xf2-gb5tv")
+	prev, err := os.ReadFile(filepath.Join(podLogs, "fleet-agent.previous.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(podLogs, "fleet-agent.log"), prev, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	server, closeProxy, err := testenv.ServeLogProxy(env.Config, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closeProxy() })
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["prod-us-1"] = &clientcmdapi.Cluster{Server: server}
+	kc.AuthInfos["prod-us-1"] = &clientcmdapi.AuthInfo{}
+	kc.Contexts["prod-us-1"] = &clientcmdapi.Context{Cluster: "prod-us-1", AuthInfo: "prod-us-1"}
+	kc.CurrentContext = "prod-us-1"
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	var keys [][]string
+	for _, format := range []string{"json", "yaml"} {
+		dir := filepath.Join(t.TempDir(), "prod-us-1")
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "cluster-info", "dump", "--all-namespaces", "--output", format, "--output-directory", dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl cluster-info dump -o %s: %v\n%s", format, err, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cattle-fleet-system", "fleet-agent-w8dt2q2xf2-gb5tv", "logs.txt")); err != nil {
+			t.Fatalf("the dump holds no log of the agent pod: %v", err)
+		}
+		out, errOut, code := run(t, "scan", "--from", dir, "--now", now, "-o", "json")
+		if code != 3 {
+			t.Fatalf("scan of the %s dump exited %d, want 3 (a critical incident); stderr: %s\n%s", format, code, errOut, out)
+		}
+		r := parse(t, out, errOut)
+		roots := []string{}
+		for _, inc := range r.Incidents {
+			roots = append(roots, inc.RootCause.ID)
+		}
+		if !slices.Contains(roots, "agent/crd-missing") {
+			t.Errorf("%s dump: root causes %v, want agent/crd-missing read from the dumped log", format, roots)
+		}
+		var rep struct {
+			Skipped []struct{ File, Reason string } `json:"skipped"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range rep.Skipped {
+			if strings.Contains(s.Reason, "not a Kubernetes object") || strings.Contains(s.Reason, "not read") {
+				t.Errorf("%s dump: %s skipped: %s", format, s.File, s.Reason)
+			}
+		}
+		if len(r.Errors) > 0 {
+			t.Errorf("%s dump: errors %v", format, r.Errors)
+		}
+		keys = append(keys, r.keys())
+	}
+	if d := diff(keys[0], keys[1]); d != "" {
+		t.Errorf("the JSON and YAML dumps scan differently:\n%s", d)
+	}
+}
