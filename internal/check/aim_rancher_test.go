@@ -17,11 +17,7 @@ func TestAimThroughRancherCarriesTheServer(t *testing.T) {
 		"helm -n cattle-fleet-system history fleet-agent-c-m-4x7kq2zt":          "helm --kube-context rancher --kube-apiserver https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt -n cattle-fleet-system history fleet-agent-c-m-4x7kq2zt",
 		"kubectl get crd -o json | kubectl replace -f -":                        "kubectl --context rancher --server https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt get crd -o json | kubectl --context rancher --server https://rancher.example.com/k8s/clusters/c-m-4x7kq2zt replace -f -",
 	}
-	for in, want := range cases {
-		if got, _ := a.aim(in, false); got != want {
-			t.Errorf("aim(%q):\n got %s\nwant %s", in, got, want)
-		}
-	}
+	checkAim(t, a, cases)
 }
 
 // A live read given --kubeconfig aims its commands at that file too, quoted for the shell
@@ -34,6 +30,12 @@ func TestAimNamesTheKubeconfigGiven(t *testing.T) {
 		"kubectl -n cattle-fleet-system rollout restart deployment/fleet-agent": "kubectl --kubeconfig '/home/ops/fleet configs/eu.yaml' --context prod-eu-1 -n cattle-fleet-system rollout restart deployment/fleet-agent",
 		"helm -n cattle-fleet-system history fleet-agent-local":                 "helm --kubeconfig '/home/ops/fleet configs/eu.yaml' --kube-context prod-eu-1 -n cattle-fleet-system history fleet-agent-local",
 	}
+	checkAim(t, a, cases)
+}
+
+// checkAim aims each command of cases (command → aimed command) with a.
+func checkAim(t *testing.T, a aimer, cases map[string]string) {
+	t.Helper()
 	for in, want := range cases {
 		if got, _ := a.aim(in, false); got != want {
 			t.Errorf("aim(%q):\n got %s\nwant %s", in, got, want)

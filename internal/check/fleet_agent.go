@@ -10,6 +10,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/fleetconfig"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -177,20 +178,26 @@ func shortID(id string) string {
 	return id
 }
 
-// fleetAgentHeartbeat reports agents that stopped checking in. Agents report every 15 minutes
-// by default into status.agent.lastSeen; the UI's WaitCheckIn means lastSeen was never set.
+// fleetAgentHeartbeat reports agents that stopped checking in. Agents report into
+// status.agent.lastSeen every check-in interval (15 minutes unless Fleet is configured
+// otherwise, see checkins); the UI's WaitCheckIn means lastSeen was never set. A heartbeat is
+// stale when older than fleet.heartbeatStaleAfter or fleetconfig.StaleFactor intervals,
+// whichever is longer, so a fleet configured to check in hourly is not reported every hour.
 var fleetAgentHeartbeat = Check{
 	Name:  "fleet/agent-heartbeat",
 	Emits: []string{"fleet/agent-heartbeat-stale"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		after := ctx.Thresholds.Duration("fleet.heartbeatStaleAfter")
+		intervals := newCheckins(ctx.Snap)
 		for _, a := range agentStates(ctx.Snap) {
 			last := a.fc.Status.Agent.LastSeen.Time
 			src := sourceOf(a.mgmt, fleetClusterRef(a.fc))
 			var f finding.Finding
 			switch {
 			case last.IsZero():
+				// The agent reports once 15s after it starts, whatever its interval
+				// (clusterstatus/ticker.go): the threshold alone applies.
 				created := a.fc.CreationTimestamp.Time
 				if created.IsZero() || ctx.Age(created) < after {
 					continue
@@ -198,16 +205,33 @@ var fleetAgentHeartbeat = Check{
 				f = a.finding(ctx, "fleet/agent-heartbeat-stale", fmt.Sprintf("Fleet agent of cluster %s has never checked in (WaitCheckIn) although the cluster was created %s ago", clusterName(ctx.Snap, a.fc), human(ctx.Age(created))))
 				f.Evidence = []finding.Evidence{ev(src, "status.agent.lastSeen is not set; status.display.state=%s", orDash(a.fc.Status.Display.State))}
 				f.Since = timePtr(created)
-			case ctx.Age(last) >= after:
-				f = a.finding(ctx, "fleet/agent-heartbeat-stale", fmt.Sprintf("Fleet agent of cluster %s last checked in %s ago (agents check in every 15m)", clusterName(ctx.Snap, a.fc), human(ctx.Age(last))))
-				f.Evidence = []finding.Evidence{ev(src, "status.agent.lastSeen=%s", last.UTC().Format(time.RFC3339))}
-				f.Since = timePtr(last)
 			default:
-				continue
+				in := intervals.of(a.mgmt, a.fc)
+				stale := in.staleAfter(after)
+				if ctx.Measure {
+					stale = after // serve's age gauge measures every heartbeat, however young
+				}
+				if ctx.Age(last) < stale {
+					continue
+				}
+				summary := fmt.Sprintf("Fleet agent of cluster %s last checked in %s ago (agents check in every 15m)", clusterName(ctx.Snap, a.fc), human(ctx.Age(last)))
+				if in.src != "" {
+					summary = fmt.Sprintf("Fleet agent of cluster %s last checked in %s ago; it checks in every %s (%s)", clusterName(ctx.Snap, a.fc), human(ctx.Age(last)), human(in.every), in.from)
+				}
+				f = a.finding(ctx, "fleet/agent-heartbeat-stale", summary)
+				inSrc := in.src
+				if inSrc == "" {
+					inSrc = src
+				}
+				f.Evidence = []finding.Evidence{
+					ev(src, "status.agent.lastSeen=%s", last.UTC().Format(time.RFC3339)),
+					ev(inSrc, "check-in interval %s (%s); stale after %s, the larger of fleet.heartbeatStaleAfter %s and %d intervals", human(in.every), in.from, human(stale), human(after), fleetconfig.StaleFactor),
+				}
+				f.Since = timePtr(last)
 			}
 			out = append(out, f)
 		}
-		return out, nil
+		return out, intervals.err()
 	},
 }
 
@@ -220,6 +244,8 @@ var fleetRegistration = Check{
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		stale := ctx.Thresholds.Duration("fleet.heartbeatStaleAfter")
+		// Warnings about the intervals are the heartbeat check's to give, once.
+		intervals := newCheckins(ctx.Snap)
 		states := agentStates(ctx.Snap)
 		// Registrations by client ID, indexed once per management cluster: a scan of all of
 		// them per agent was quadratic in the fleet's size.
@@ -265,7 +291,7 @@ var fleetRegistration = Check{
 				}
 			}
 			last := a.fc.Status.Agent.LastSeen.Time
-			if len(granted) > 0 || (!last.IsZero() && ctx.Age(last) < stale) {
+			if len(granted) > 0 || (!last.IsZero() && ctx.Age(last) < intervals.of(a.mgmt, a.fc).staleAfter(stale)) {
 				continue
 			}
 			var f finding.Finding

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
+
+	"github.com/unstick-dev/unstick/internal/source"
 )
 
 // fleetKubeconfig writes a kubeconfig with two contexts (prod-eu-1, prod-us-1), a spare
@@ -49,8 +51,8 @@ current-context: prod-eu-1
 	return kc, dir
 }
 
-// kubeTargets parses args as the live verbs do and returns the REST config of each context.
-func kubeTargets(t *testing.T, args ...string) map[string]*rest.Config {
+// targetsOf parses args as the live verbs do and resolves the targets they read.
+func targetsOf(t *testing.T, args ...string) []source.Target {
 	t.Helper()
 	k := newKubeFlags()
 	fs := pflag.NewFlagSet("scan", pflag.ContinueOnError)
@@ -62,6 +64,13 @@ func kubeTargets(t *testing.T, args ...string) map[string]*rest.Config {
 	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
+	return ts
+}
+
+// kubeTargets parses args as the live verbs do and returns the REST config of each context.
+func kubeTargets(t *testing.T, args ...string) map[string]*rest.Config {
+	t.Helper()
+	ts := targetsOf(t, args...)
 	out := map[string]*rest.Config{}
 	for _, tg := range ts {
 		out[tg.Name] = tg.Config
@@ -240,18 +249,8 @@ func TestTargetsNameTheKubeconfigGiven(t *testing.T) {
 	kc, dir := fleetKubeconfig(t)
 	t.Chdir(dir)
 	files := func(args ...string) map[string]string {
-		k := newKubeFlags()
-		fs := pflag.NewFlagSet("scan", pflag.ContinueOnError)
-		k.addFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		ts, err := k.targets(t.Context())
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
 		out := map[string]string{}
-		for _, tg := range ts {
+		for _, tg := range targetsOf(t, args...) {
 			out[tg.Name] = tg.Kubeconfig
 		}
 		return out

@@ -101,18 +101,8 @@ contexts:
 // goes through Rancher's proxy; explicit --context flags keep the first one given.
 func TestAllContextsReadsEachRancherClusterOnce(t *testing.T) {
 	names := func(args ...string) []string {
-		k := newKubeFlags()
-		fs := pflag.NewFlagSet("scan", pflag.ContinueOnError)
-		k.addFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		ts, err := k.targets(t.Context())
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
 		var out []string
-		for _, tg := range ts {
+		for _, tg := range targetsOf(t, args...) {
 			out = append(out, tg.Name+"@"+tg.Server)
 		}
 		sort.Strings(out)

@@ -18,9 +18,10 @@ import (
 // `kubectl cluster-info dump` is what operators most often attach to a report: typed Lists
 // whose items carry no apiVersion or kind (empty ones with items null), and every container's
 // log in DIR/<namespace>/<pod>/logs.txt between marker lines. The example's prod-us-1 is
-// replayed into a real API server, real kubectl dumps it as JSON and as YAML, and each dump
+// replayed into a real API server, real kubectl dumps it as JSON and as YAML, into a directory
+// and to its standard output (one file, the log blocks between the documents), and each dump
 // scans to the agent's missing CRD as the root cause, read from the dumped log, with nothing
-// skipped as not an object.
+// skipped as not an object, and says that no Helm release was judged (a dump holds no Secrets).
 func TestScanReadsAClusterInfoDump(t *testing.T) {
 	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	ctx := t.Context()
@@ -63,16 +64,28 @@ func TestScanReadsAClusterInfoDump(t *testing.T) {
 	}
 
 	var keys [][]string
-	for _, format := range []string{"json", "yaml"} {
-		dir := filepath.Join(t.TempDir(), "prod-us-1")
-		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "cluster-info", "dump", "--all-namespaces", "--output", format, "--output-directory", dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("kubectl cluster-info dump -o %s: %v\n%s", format, err, out)
+	// A directory (--output-directory), or one file of documents with the log blocks
+	// between them (what the dump prints to its standard output).
+	for _, format := range []string{"json", "yaml", "json-stdout", "yaml-stdout"} {
+		output, toStdout := strings.CutSuffix(format, "-stdout")
+		from := filepath.Join(t.TempDir(), "prod-us-1")
+		args := []string{"--kubeconfig", kubeconfig, "cluster-info", "dump", "--all-namespaces", "--output", output}
+		if !toStdout {
+			args = append(args, "--output-directory", from)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "cattle-fleet-system", "fleet-agent-w8dt2q2xf2-gb5tv", "logs.txt")); err != nil {
+		dumped, err := exec.CommandContext(ctx, kubectl, args...).Output()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+		}
+		if toStdout {
+			from += "." + output
+			if err := os.WriteFile(from, dumped, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := os.Stat(filepath.Join(from, "cattle-fleet-system", "fleet-agent-w8dt2q2xf2-gb5tv", "logs.txt")); err != nil {
 			t.Fatalf("the dump holds no log of the agent pod: %v", err)
 		}
-		out, errOut, code := run(t, "scan", "--from", dir, "--now", now, "-o", "json")
+		out, errOut, code := run(t, "scan", "--from", from, "--now", now, "-o", "json")
 		if code != 3 {
 			t.Fatalf("scan of the %s dump exited %d, want 3 (a critical incident); stderr: %s\n%s", format, code, errOut, out)
 		}
@@ -85,10 +98,15 @@ func TestScanReadsAClusterInfoDump(t *testing.T) {
 			t.Errorf("%s dump: root causes %v, want agent/crd-missing read from the dumped log", format, roots)
 		}
 		var rep struct {
-			Skipped []struct{ File, Reason string } `json:"skipped"`
+			Skipped  []struct{ File, Reason string } `json:"skipped"`
+			Warnings []string                        `json:"warnings"`
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatal(err)
+		}
+		// A dump holds no Secrets: the report says the Helm releases were not judged.
+		if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "no Helm release was judged") }) {
+			t.Errorf("%s dump: warnings %q, want one saying no Helm release was judged", format, rep.Warnings)
 		}
 		for _, s := range rep.Skipped {
 			if strings.Contains(s.Reason, "not a Kubernetes object") || strings.Contains(s.Reason, "not read") {
@@ -100,7 +118,9 @@ func TestScanReadsAClusterInfoDump(t *testing.T) {
 		}
 		keys = append(keys, r.keys())
 	}
-	if d := diff(keys[0], keys[1]); d != "" {
-		t.Errorf("the JSON and YAML dumps scan differently:\n%s", d)
+	for i := 1; i < len(keys); i++ {
+		if d := diff(keys[0], keys[i]); d != "" {
+			t.Errorf("dump %d scans differently from the first:\n%s", i, d)
+		}
 	}
 }

@@ -92,7 +92,7 @@ func Judge(s *snapshot.Snapshot, o Options) Result {
 			c.Status = report.StatusHidden
 		}
 	}
-	rep.Warnings = append(rep.Warnings, warnings...)
+	rep.Warnings = append(append(rep.Warnings, warnings...), coverageWarnings(s)...)
 	rep.SetVerdict(o.FailOn)
 	return Result{Report: rep, Suppressed: sup}
 }

@@ -2,6 +2,9 @@ package judge_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,3 +77,41 @@ func TestJudgeAppliesSuppressionsAndCountsWhatIsHidden(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A hand-made input that holds no Secrets says that no Helm release was judged, so a clean
+// report is not read as "the releases are fine"; a bundle unstick collected (which lists
+// Secrets, and records when) and an input with Secrets say nothing of it.
+func TestInputWithoutSecretsSaysHelmWasNotJudged(t *testing.T) {
+	load := func(files map[string]string) *report.Report {
+		dir := t.TempDir()
+		for rel, body := range files {
+			p := filepath.Join(dir, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap, err := (&source.Offline{Path: dir}).Load(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return judge.Judge(snap, options(t, nil)).Report
+	}
+	pods := `{"kind": "PodList", "apiVersion": "v1", "items": [{"metadata": {"name": "web-0", "namespace": "shop", "creationTimestamp": "2026-11-28T09:00:00Z"}}]}`
+	warned := func(r *report.Report) bool {
+		return slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "holds no Secrets, so no Helm release was judged") })
+	}
+	if r := load(map[string]string{"pods.json": pods}); !warned(r) {
+		t.Errorf("pods only: warnings %q, want one saying no Helm release was judged", r.Warnings)
+	}
+	secret := `{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": {"name": "web-tls", "namespace": "shop"}}`
+	if r := load(map[string]string{"pods.json": pods, "secret.json": secret}); warned(r) {
+		t.Errorf("with a Secret: warnings %q", r.Warnings)
+	}
+	meta := "apiVersion: unstick.dev/v1alpha1\nkind: BundleInfo\ncollectedAt: \"2026-11-28T09:30:00Z\"\n"
+	if r := load(map[string]string{"pods.json": pods, "unstick-bundle.yaml": meta}); warned(r) {
+		t.Errorf("collected by unstick: warnings %q", r.Warnings)
+	}
+}

@@ -3,6 +3,7 @@ package redact
 import (
 	"sort"
 	"strings"
+	"time"
 )
 
 // Mode says what an allowlist rule keeps of the field it names.
@@ -17,7 +18,8 @@ const (
 	// which keys exist, never a value; "" stays valid base64).
 	ModeBlank
 	// ModeSetting keeps the value only when it is a system-upgrade-controller setting (its
-	// key, or the "name" beside it, starts with KeepEnvPrefix), else replaces it by Mask.
+	// key, or the "name" beside it, starts with KeepEnvPrefix) or a Fleet agent's
+	// CHECKIN_INTERVAL that is a Go duration, else replaces it by Mask.
 	ModeSetting
 	// ModePresence keeps only that the field was set: its value becomes {}.
 	ModePresence
@@ -216,6 +218,15 @@ func (r *Rule) apply(parent map[string]any, k string, v any, counts map[string]i
 		if strings.HasPrefix(k, KeepEnvPrefix) || strings.HasPrefix(name, KeepEnvPrefix) {
 			return v, true
 		}
+		if s, ok := v.(string); ok && (k == CheckinIntervalEnv || name == CheckinIntervalEnv) {
+			switch {
+			case s == "" || s == Mask || s == NotDuration || isDuration(s):
+				return v, true
+			default:
+				counts[r.Count]++
+				return NotDuration, true
+			}
+		}
 		if s, ok := v.(string); ok && (s == "" || s == Mask) {
 			return v, true
 		}
@@ -257,4 +268,9 @@ func textAll(v any, counts map[string]int) any {
 		}
 	}
 	return v
+}
+
+func isDuration(s string) bool {
+	_, err := time.ParseDuration(s)
+	return err == nil
 }

@@ -23,6 +23,14 @@ const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // system-upgrade-controller settings (SYSTEM_UPGRADE_*), configuration rather than secrets.
 const KeepEnvPrefix = "SYSTEM_UPGRADE_"
 
+// CheckinIntervalEnv is the Fleet agent's check-in interval setting: kept only when its
+// value is a Go duration, which cannot carry anything but a number and units.
+const CheckinIntervalEnv = "CHECKIN_INTERVAL"
+
+// NotDuration replaces a check-in interval that is no Go duration: unlike Mask, which a bundle
+// written before the interval was kept also holds, it says the value was there and unusable.
+const NotDuration = "[redacted: not a duration]"
+
 // credKey is the part of a key name that says its value is a credential.
 const credKey = `password|passwd|passphrase|pwd|token|api[_-]?key|access[_-]?key|secret[_-]?key|client[_-]?secret|private[_-]?key|client-key-data|credentials?|signature`
 

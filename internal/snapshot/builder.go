@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/fleetconfig"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
 	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/rancher"
@@ -329,7 +330,14 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 		if rancher.IsProvisioningLog(t.Namespace, t.Name) {
 			log = rancher.LogTail(t.Data[rancher.ProvisioningLogKey])
 		}
+		checkin := ""
+		if fleetconfig.IsControllerConfig(t.Namespace, t.Name) {
+			checkin = fleetconfig.Reduce(t.Data[fleetconfig.Key])
+		}
 		t.Data = keysOnly(t.Data, suc.EnvPrefix)
+		if checkin != "" {
+			t.Data[fleetconfig.Key] = checkin // the agents' check-in interval, nothing else
+		}
 		if log != "" {
 			t.Data[rancher.ProvisioningLogKey] = log // the planner's history, redacted tail
 		}

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"strings"
 
+	"github.com/unstick-dev/unstick/internal/fleetconfig"
 	"github.com/unstick-dev/unstick/internal/redact"
 )
 
@@ -80,7 +81,8 @@ var fields = map[string][][]redact.Rule{
 		redact.KeepText("note"),
 	},
 	// Which keys a ConfigMap or Secret has (a pod referring to a missing one); values never,
-	// except the system-upgrade-controller's settings in its env ConfigMap.
+	// except the system-upgrade-controller's settings in its env ConfigMap and, of the Fleet
+	// controller's config, the agents' check-in interval (controllerCheckin).
 	"/ConfigMap":      {{redact.Setting("data.*", countConfigMap)}},
 	"/Secret":         {redact.Keep("type"), {redact.Blank("data.*", countSecret)}},
 	"/ResourceQuota":  {redact.Keep("spec.hard", "spec.scopes", "spec.scopeSelector", "status")},
@@ -241,7 +243,13 @@ func Keep(apiVersion, kind string, obj map[string]any, counts map[string]int) {
 	if a == nil {
 		a = metaOnly
 	}
+	checkin := controllerCheckin(kind, obj)
 	removed := a.Apply(obj, counts)
+	if checkin != "" {
+		if data, ok := obj["data"].(map[string]any); ok {
+			data[fleetconfig.Key] = checkin
+		}
+	}
 	if len(removed) == 0 {
 		return
 	}
@@ -252,4 +260,21 @@ func Keep(apiVersion, kind string, obj map[string]any, counts map[string]int) {
 		obj["metadata"] = md
 	}
 	md["annotations"] = map[string]any{RemovedAnnotation: strings.Join(removed, ",")}
+}
+
+// controllerCheckin is, for the fleet-controller ConfigMap, its config reduced to the agents'
+// check-in interval (fleetconfig.Reduce); "" for anything else.
+func controllerCheckin(kind string, obj map[string]any) string {
+	if kind != "ConfigMap" {
+		return ""
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	if !fleetconfig.IsControllerConfig(ns, name) {
+		return ""
+	}
+	data, _ := obj["data"].(map[string]any)
+	s, _ := data[fleetconfig.Key].(string)
+	return fleetconfig.Reduce(s)
 }

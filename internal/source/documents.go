@@ -51,6 +51,10 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 		return
 	}
 	defer l.mem.release(cost)
+	if hasDumpLogs(data) {
+		l.dumpLogs(cluster, rel, data)
+		data = blankDumpLogs(data)
+	}
 	f := fileDocs{cluster: cluster}
 	var parseErr *finding.ScanError
 	if t[0] == '{' || t[0] == '[' {

@@ -71,3 +71,36 @@ func splitDumpLog(data []byte) []dumpLog {
 	flush()
 	return out
 }
+
+// hasDumpLogs reports whether an object file holds log blocks between its documents: what
+// `kubectl cluster-info dump` prints when it writes to its standard output instead of a
+// directory (`kubectl cluster-info dump > dump.json`).
+func hasDumpLogs(data []byte) bool {
+	return bytes.HasPrefix(data, []byte(dumpLogMarker)) || bytes.Contains(data, []byte("\n"+dumpLogMarker))
+}
+
+// blankDumpLogs is data with every log block's lines, markers included, emptied, so that the
+// documents around them parse, and keep their line numbers.
+func blankDumpLogs(data []byte) []byte {
+	out := make([]byte, 0, len(data))
+	end := ""
+	for _, ln := range bytes.SplitAfter(data, []byte("\n")) {
+		text := strings.TrimRight(string(ln), "\r\n")
+		if end == "" {
+			if m := dumpLogStart.FindStringSubmatch(text); m != nil {
+				end = fmt.Sprintf("==== END logs for container %s of pod %s/%s ====", m[1], m[2], m[3])
+			}
+		}
+		if end == "" {
+			out = append(out, ln...)
+			continue
+		}
+		if text == end {
+			end = ""
+		}
+		if bytes.HasSuffix(ln, []byte("\n")) {
+			out = append(out, '\n')
+		}
+	}
+	return out
+}

@@ -32,6 +32,7 @@ var fuzzFileNames = []string{
 	"objects.json",
 	"bundledeployments_cluster-fleet-default-c-m-8k2lq-0b1c2d3e4f5a_fleet-agent-c-m-8k2lq",
 	"logs/cattle-fleet-system/fleet-agent-7d9c5b6f4-q8w2n/fleet-agent.log",
+	"logs.txt", // a pod's logs in kubectl cluster-info dump (there at <namespace>/<pod>/logs.txt)
 }
 
 // loadWithin runs Load and fails the test when it does not return in time.
@@ -103,6 +104,10 @@ func fuzzFileSeeds() [][]byte {
 		[]byte(goodPod),
 		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fleet-agent\n  namespace: cattle-fleet-system\ndata:\n  config: '{\"agentTLSMode\":\"strict\"}'\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: cattle-fleet-system\n"),
 		[]byte(`{"apiVersion":"v1","kind":"PodList","metadata":{},"items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"helm-operation-x2k4p","namespace":"cattle-system"},"status":{"phase":"Failed"}}]}`),
+		// kubectl cluster-info dump: typed Lists without item kinds, a log block between them.
+		[]byte("{\n    \"kind\": \"PodList\",\n    \"apiVersion\": \"v1\",\n    \"items\": [{\"metadata\": {\"name\": \"fleet-agent-0\", \"namespace\": \"cattle-fleet-system\"}}]\n}\n" +
+			"==== START logs for container fleet-agent of pod cattle-fleet-system/fleet-agent-0 ====\nlevel=error msg=\"boom\"\n==== END logs for container fleet-agent of pod cattle-fleet-system/fleet-agent-0 ====\n" +
+			"{\n    \"kind\": \"DaemonSetList\",\n    \"apiVersion\": \"apps/v1\",\n    \"items\": null\n}\n"),
 		[]byte(`{"apiVersion":"fleet.cattle.io/v1alpha1","kind":"BundleDeployment","metadata":{"name":"fleet-agent-c-m-8k2lq","namespace":"cluster-fleet-default-c-m-8k2lq-0b1c2d3e4f5a"},"spec":{"deploymentID":"s-1:2"},"status":{"conditions":[{"type":"Ready","status":"False","lastUpdateTime":"2026-11-28T08:00:00Z"}]}}`),
 		[]byte("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: c-m-8k2lq\n  namespace: fleet-default\n  labels:\n    management.cattle.io/cluster-display-name: prod-eu-1\nstatus:\n  agent:\n    lastSeen: \"2026-11-28T07:55:00Z\"\n"),
 		[]byte("apiVersion: upgrade.cattle.io/v1\nkind: Plan\nmetadata:\n  name: server-plan\n  namespace: cattle-system\nspec:\n  concurrency: 1\n  version: v1.31.4+rke2r1\n  upgrade:\n    image: rancher/rke2-upgrade\n"),

@@ -1,0 +1,61 @@
+package fleetconfig
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The fleet-controller config as Fleet's chart renders it (charts/fleet/templates/configmap.yaml)
+// keeps only the interval: the CA, URLs, bootstrap repository, its secret's name and labels go.
+func TestReduceKeepsOnlyTheInterval(t *testing.T) {
+	config := `{
+      "systemDefaultRegistry": "registry.example.com",
+      "agentImage": "registry.example.com/rancher/fleet-agent:v0.16.0",
+      "apiServerURL": "https://rancher.example.com",
+      "apiServerCA": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJkekNDQVIyZ0F3SUJBZ0lCQURBS0JnZ3Foa2pPUFFRREFqQWpNU0V3SHdZRFZRUUREQmhyTTNNdGMyVnkK",
+      "agentCheckinInterval": "1h",
+      "labels": {"rancher.example.com/region": "us-east-3"},
+      "bootstrap": {"repo": "https://git.example.com/fleet.git", "secret": "fleet-bootstrap-git-auth", "clusterLabels": {"env": "mgmt"}},
+      "gitClientTimeout": "30s"
+    }`
+	if got, want := Reduce(config), `{"agentCheckinInterval":"1h"}`; got != want {
+		t.Fatalf("Reduce = %s, want %s", got, want)
+	}
+	for in, want := range map[string]string{
+		`{"agentCheckinInterval": "1d", "apiServerCA": "x"}`:    `{"agentCheckinInterval":"[redacted: not a duration]"}`,
+		`{"agentCheckinInterval": 3600}`:                        `{"agentCheckinInterval":"[redacted: not a duration]"}`,
+		`{"agentCheckinInterval": 0}`:                           `{"agentCheckinInterval":"0s"}`,
+		`{"agentCheckinInterval": {"token": "abc"}}`:            `{"agentCheckinInterval":"[redacted: not a duration]"}`,
+		"agentCheckinInterval: 90m\napiServerURL: https://x\n":  `{"agentCheckinInterval":"90m"}`,
+		`{"agentCheckinInterval":"[redacted: not a duration]"}`: `{"agentCheckinInterval":"[redacted: not a duration]"}`,
+		`{"apiServerURL": "https://rancher.example.com"}`:       "",
+		`not: [valid`: "",
+		"":            "",
+	} {
+		if got := Reduce(in); got != want {
+			t.Errorf("Reduce(%q) = %q, want %q", in, got, want)
+		}
+		if got := Reduce(Reduce(in)); got != want {
+			t.Errorf("Reduce is not stable on its own output for %q: %q", in, got)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string]time.Duration{"1h": time.Hour, "1h0m0s": time.Hour, "15s": 15 * time.Second, "24h": 24 * time.Hour, "0s": DefaultInterval, "": DefaultInterval} {
+		got, _, err := Parse(in)
+		if err != nil || got != want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{"-5m": "-5m is negative", "25h": "25h is longer than 24h", "1d": "not a Go duration", "[redacted: not a duration]": "not a Go duration", "[redacted]": "not kept by the collector"} {
+		_, _, err := Parse(in)
+		if err == nil || err.Error() != want {
+			t.Errorf("Parse(%q) error = %v, want %q", in, err, want)
+		}
+		if want == "not a Go duration" && err != nil && strings.Contains(err.Error(), in) {
+			t.Errorf("Parse(%q) repeats the value", in)
+		}
+	}
+}
