@@ -156,7 +156,7 @@ func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.C
 		}
 	}
 	if crashed {
-		for _, e := range c.EventsFor("Pod", p.Namespace, p.Name) {
+		for _, e := range c.EventsFor("", "Pod", p.Namespace, p.Name) {
 			if kubeletPodReasons[e.Reason] {
 				continue
 			}

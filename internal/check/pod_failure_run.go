@@ -62,7 +62,7 @@ func failureRunOf(c *snapshot.Cluster, p *corev1.Pod, match func(*corev1.Event) 
 	by := map[string]*episode{}
 	for _, e := range c.Events {
 		io := e.InvolvedObject
-		if io.Kind != "Pod" || io.Namespace != p.Namespace || !hasReason(e.Reason, reasons) || !sibling(io.Name) || !match(e) {
+		if io.Kind != "Pod" || snapshot.EventGroup(e) != "" || io.Namespace != p.Namespace || !hasReason(e.Reason, reasons) || !sibling(io.Name) || !match(e) {
 			continue
 		}
 		first, last := snapshot.EventFirstTime(e), snapshot.EventTime(e)

@@ -91,11 +91,11 @@ func allStatuses(p *corev1.Pod) []corev1.ContainerStatus {
 	return append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 }
 
-// eventSummary quotes the newest event of the given reasons with its count.
-func eventEvidence(c *snapshot.Cluster, kind, ns, name string, reasons ...string) ([]finding.Evidence, time.Time) {
+// eventEvidence quotes the newest event of the given reasons with its count.
+func eventEvidence(c *snapshot.Cluster, group, kind, ns, name string, reasons ...string) ([]finding.Evidence, time.Time) {
 	var out []finding.Evidence
 	var first time.Time
-	evs := c.EventsFor(kind, ns, name)
+	evs := c.EventsFor(group, kind, ns, name)
 	for i := len(evs) - 1; i >= 0; i-- {
 		e := evs[i]
 		if !hasReason(e.Reason, reasons) {
@@ -125,9 +125,9 @@ func eventSource(e *corev1.Event) string {
 // eventEvidence it returns all of them: the kubelet interleaves the event that carries the cause
 // ("Failed to pull image ...: <error>") with ones that do not ("Error: ImagePullBackOff",
 // "Back-off pulling image ..."), and the latter are the newest while a pull backs off.
-func eventsOf(c *snapshot.Cluster, kind, ns, name string, reasons ...string) []*corev1.Event {
+func eventsOf(c *snapshot.Cluster, group, kind, ns, name string, reasons ...string) []*corev1.Event {
 	var out []*corev1.Event
-	evs := c.EventsFor(kind, ns, name)
+	evs := c.EventsFor(group, kind, ns, name)
 	for i := len(evs) - 1; i >= 0; i-- {
 		if hasReason(evs[i].Reason, reasons) {
 			out = append(out, evs[i])
@@ -165,7 +165,7 @@ var podScheduling = Check{
 				if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != corev1.PodReasonUnschedulable {
 					continue
 				}
-				evidence, firstEvent := eventEvidence(c, "Pod", p.Namespace, p.Name, "FailedScheduling")
+				evidence, firstEvent := eventEvidence(c, "", "Pod", p.Namespace, p.Name, "FailedScheduling")
 				since := earliest(cond.LastTransitionTime.Time, firstEvent)
 				if since.IsZero() || ctx.Age(since) < after {
 					continue
@@ -360,12 +360,12 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 				f.Evidence = append(f.Evidence, ev(l.PreviousFile, "%s", firstLine(t)))
 			}
 		}
-		_, firstBackOff := eventEvidence(c, "Pod", p.Namespace, p.Name, "BackOff")
+		_, firstBackOff := eventEvidence(c, "", "Pod", p.Namespace, p.Name, "BackOff")
 		f.Since = timePtr(earliest(earliest(readySince, firstBackOff), run.start))
 		f.Signature = "crashloop|" + cs.Name
 		out = append(out, f)
 	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-		_, first := eventEvidence(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff")
+		_, first := eventEvidence(c, "", "Pod", p.Namespace, p.Name, "Failed", "BackOff")
 		// Measured from the first failed pull of this image by the workload's pods, not from
 		// this pod's: a replaced pod (or a re-created Job's) starts the clock again.
 		run := failureRunOf(c, p, pullFailureOfImage(cs.Image, specImage(p, cs.Name)), "Failed", "BackOff")
@@ -382,7 +382,7 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 			id, why, whySrc = m.ID, w.Message, src+" state.waiting.message"
 		}
 		var backOff *corev1.Event
-		for _, e := range eventsOf(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff") {
+		for _, e := range eventsOf(c, "", "Pod", p.Namespace, p.Name, "Failed", "BackOff") {
 			if e.Reason == "BackOff" && backOff == nil {
 				backOff = e
 			}
@@ -417,7 +417,7 @@ func judgeContainer(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.
 		// `couldn't find key k in Secret ns/x`); a missing volume source leaves the pod in
 		// ContainerCreating and only the FailedMount events say why (`MountVolume.SetUp failed
 		// for volume "v" : secret "x" not found`).
-		evs := eventsOf(c, "Pod", p.Namespace, p.Name, "Failed", "FailedMount")
+		evs := eventsOf(c, "", "Pod", p.Namespace, p.Name, "Failed", "FailedMount")
 		var why, whySrc string
 		if m, ok := classify.Classify(w.Message, classify.Status); ok && m.ID == "pod/config-ref-missing" {
 			why = w.Message

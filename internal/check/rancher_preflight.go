@@ -162,7 +162,7 @@ func drainWouldBlock(ctx *Context, p *provisioned) []finding.Finding {
 		var covered []string
 		for n := range nodes {
 			for _, pod := range coveredPods(d, pdb.Namespace, pdb.Spec.Selector, n, "") {
-				covered = append(covered, pod+" on "+n)
+				covered = append(covered, pod.name+" on "+n)
 			}
 		}
 		if len(covered) == 0 {

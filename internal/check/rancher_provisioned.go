@@ -375,8 +375,18 @@ func drainBlocked(ctx *Context, p *provisioned, mc *capiMachine, plan *rancher.M
 			}
 			pref := ref("policy/v1", "PodDisruptionBudget", pdb.Namespace, pdb.Name)
 			blockers = append(blockers, pdb.Namespace+"/"+pdb.Name)
+			names := make([]string, len(covered))
+			for i, c := range covered {
+				names[i] = c.name
+			}
 			f.Evidence = append(f.Evidence, ev(sourceOf(d, pref), "PodDisruptionBudget %s/%s allows 0 disruptions (currentHealthy %d, desiredHealthy %d, expectedPods %d) and covers %s on the node",
-				pdb.Namespace, pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy, pdb.Status.ExpectedPods, strings.Join(covered, ", ")))
+				pdb.Namespace, pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy, pdb.Status.ExpectedPods, strings.Join(names, ", ")))
+			// Where each match came from: the pod read with its node, or only the drain error.
+			for _, c := range covered {
+				if c.pod != nil {
+					f.Evidence = append(f.Evidence, ev(sourceOf(d, podRef(c.pod)), "pod %s %s, selected by %s", c.name, c.how, metav1.FormatLabelSelector(pdb.Spec.Selector)))
+				}
+			}
 			f.Keys = append(f.Keys, "pdb:"+d.Name+"/"+pdb.Namespace+"/"+pdb.Name)
 			if f.Vars["pdb"] == "" {
 				f.Vars["pdb"], f.Vars["pdb-namespace"] = pdb.Name, pdb.Namespace
@@ -392,9 +402,19 @@ func drainBlocked(ctx *Context, p *provisioned, mc *capiMachine, plan *rancher.M
 	return f, true
 }
 
-// coveredPods lists the pods (namespace/name) in ns matched by sel that run on node, or that
-// the drain error names.
-func coveredPods(c *snapshot.Cluster, ns string, sel *metav1.LabelSelector, node, drainErr string) []string {
+// coveredPod is a pod a budget covers on the drained node, and how it was matched.
+type coveredPod struct {
+	name string      // namespace/name
+	how  string      // what ties it to the drain
+	pod  *corev1.Pod // nil: named by the drain error only
+}
+
+const notReadNote = " (named by the drain error; the pod itself was not read)"
+
+// coveredPods lists the pods in ns matched by sel that run on node, or that the drain error
+// names. A live read lists the pods of a cordoned node in every namespace, so the pods are
+// there even when no drain error was recorded.
+func coveredPods(c *snapshot.Cluster, ns string, sel *metav1.LabelSelector, node, drainErr string) []coveredPod {
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
 		return nil
@@ -403,8 +423,8 @@ func coveredPods(c *snapshot.Cluster, ns string, sel *metav1.LabelSelector, node
 	for _, m := range evictionBlocked.FindAllStringSubmatch(drainErr, -1) {
 		named[m[2]+"/"+m[1]] = true
 	}
-	var out []string
-	read := false // any pod of ns read: a live scan reads only the upgrade namespaces' pods
+	var out []coveredPod
+	read := false // any pod of ns read: without a cordoned node, a live scan reads only the upgrade namespaces' pods
 	for _, p := range c.Pods {
 		if p.Namespace != ns {
 			continue
@@ -413,8 +433,14 @@ func coveredPods(c *snapshot.Cluster, ns string, sel *metav1.LabelSelector, node
 		if !s.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		if (node != "" && p.Spec.NodeName == node) || named[p.Namespace+"/"+p.Name] {
-			out = append(out, p.Namespace+"/"+p.Name)
+		k := p.Namespace + "/" + p.Name
+		switch {
+		case node != "" && p.Spec.NodeName == node && named[k]:
+			out = append(out, coveredPod{k, "runs on the node (spec.nodeName " + node + ") and is named by the drain error", p})
+		case node != "" && p.Spec.NodeName == node:
+			out = append(out, coveredPod{k, "runs on the node (spec.nodeName " + node + ")", p})
+		case named[k]:
+			out = append(out, coveredPod{k, "is named by the drain error", p})
 		}
 	}
 	if len(out) == 0 && !read {
@@ -422,10 +448,10 @@ func coveredPods(c *snapshot.Cluster, ns string, sel *metav1.LabelSelector, node
 		// one the eviction error is about.
 		for k := range named {
 			if strings.HasPrefix(k, ns+"/") {
-				out = append(out, k+" (named by the drain error; the pod itself was not read)")
+				out = append(out, coveredPod{name: k + notReadNote})
 			}
 		}
-		sort.Strings(out)
+		sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	}
 	return out
 }

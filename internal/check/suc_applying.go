@@ -48,7 +48,7 @@ func applyingSince(c *snapshot.Cluster, p *suc.Plan, n *corev1.Node) (applyingSt
 		}
 	}
 	failedMsg := "Job " + p.Namespace + "/" + jobName + " failed on Node "
-	for _, e := range c.EventsFor(suc.Kind, p.Namespace, p.Name) {
+	for _, e := range c.EventsFor(suc.Group, suc.Kind, p.Namespace, p.Name) {
 		switch e.Reason {
 		case "SyncJob":
 			if syncJobNames(e.Message, host, hash) {
@@ -70,7 +70,7 @@ func applyingSince(c *snapshot.Cluster, p *suc.Plan, n *corev1.Node) (applyingSt
 			current = append(current, j)
 		}
 	}
-	for _, e := range c.EventsFor("Job", p.Namespace, jobName) {
+	for _, e := range c.EventsFor("batch", "Job", p.Namespace, jobName) {
 		first := snapshot.EventFirstTime(e)
 		take(first, eventSource(e), fmt.Sprintf("Job %s: %s", jobName, firstLine(e.Message)))
 		if e.Reason == "DeadlineExceeded" || e.Reason == "BackoffLimitExceeded" {

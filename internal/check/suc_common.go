@@ -113,7 +113,7 @@ func pullFailureOf(c *snapshot.Cluster, p *corev1.Pod, cs *corev1.ContainerStatu
 	if m, ok := classify.Classify(w.Message, classify.Status); ok && strings.HasPrefix(m.ID, "image/") {
 		pf.id, pf.text, pf.source = m.ID, w.Message, sourceOf(c, podRef(p))+" state.waiting.message"
 	}
-	for _, e := range eventsOf(c, "Pod", p.Namespace, p.Name, "Failed", "BackOff") {
+	for _, e := range eventsOf(c, "", "Pod", p.Namespace, p.Name, "Failed", "BackOff") {
 		pf.since = earliest(pf.since, snapshot.EventFirstTime(e))
 		if pf.id != "" || !strings.Contains(e.Message, cs.Image) && !strings.Contains(e.Message, cs.Name) {
 			continue

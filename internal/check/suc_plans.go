@@ -317,7 +317,7 @@ func sucForbidden(ctx *Context, c *snapshot.Cluster) []finding.Finding {
 		}
 		var evidence []finding.Evidence
 		var since time.Time
-		for _, e := range eventsOf(c, "Job", j.Namespace, j.Name, "FailedCreate") {
+		for _, e := range eventsOf(c, "batch", "Job", j.Namespace, j.Name, "FailedCreate") {
 			m, ok := classify.Classify(e.Message, classify.Event)
 			if saLookupRE.MatchString(e.Message) || ok && (m.ID == "suc/rbac" || m.ID == "agent/rbac-forbidden") {
 				evidence = append(evidence, finding.Evidence{Source: eventSource(e), Text: firstLine(e.Message)})
@@ -490,7 +490,7 @@ func cordonedSince(c *snapshot.Cluster, n *corev1.Node) time.Time {
 		}
 	}
 	var since time.Time
-	for _, e := range eventsOf(c, "Node", "", n.Name, "NodeNotSchedulable") {
+	for _, e := range eventsOf(c, "", "Node", "", n.Name, "NodeNotSchedulable") {
 		since = earliest(since, snapshot.EventFirstTime(e))
 	}
 	return since

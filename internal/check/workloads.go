@@ -33,7 +33,7 @@ var workloadCreate = Check{
 				if condMsg != "" {
 					texts = append(texts, text{condMsg, sourceOf(c, ref("", kind, ns, name)) + " status.conditions[ReplicaFailure]"})
 				}
-				evs := eventsOf(c, kind, ns, name, "FailedCreate")
+				evs := eventsOf(c, groupOfKind(kind), kind, ns, name, "FailedCreate")
 				var first time.Time
 				for _, e := range evs {
 					texts = append(texts, text{e.Message, eventSource(e)})
@@ -101,7 +101,7 @@ var workloadCreate = Check{
 			}
 			// Events about ReplicaSets that were not collected still tell.
 			for _, e := range c.Events {
-				if e.Reason == "FailedCreate" && e.InvolvedObject.Kind == "ReplicaSet" && watchedNamespace(e.InvolvedObject.Namespace) &&
+				if e.Reason == "FailedCreate" && e.InvolvedObject.Kind == "ReplicaSet" && snapshot.EventGroup(e) == "apps" && watchedNamespace(e.InvolvedObject.Namespace) &&
 					c.Get("ReplicaSet", e.InvolvedObject.Namespace, e.InvolvedObject.Name) == nil {
 					name := e.InvolvedObject.Name
 					owner := name
@@ -147,6 +147,14 @@ func jobHasPods(j *batchv1.Job) bool {
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	return textsafe.Clip(s, 600)
+}
+
+// groupOfKind is the API group of apiVersionOf.
+func groupOfKind(kind string) string {
+	if g, _, ok := strings.Cut(apiVersionOf(kind), "/"); ok {
+		return g
+	}
+	return ""
 }
 
 func apiVersionOf(kind string) string {

@@ -718,7 +718,7 @@ func (b *Builder) Build() *Snapshot {
 func (c *Cluster) indexEvents() {
 	c.eventsBy = map[string][]*corev1.Event{}
 	for _, e := range c.Events {
-		k := Key(e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+		k := eventKey(EventGroup(e), e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name)
 		c.eventsBy[k] = append(c.eventsBy[k], e)
 	}
 	for _, evs := range c.eventsBy {

@@ -281,10 +281,21 @@ func (c *Cluster) Get(kind, namespace, name string) any {
 	return nil
 }
 
-// EventsFor returns the events whose involvedObject is kind/namespace/name, oldest first.
-func (c *Cluster) EventsFor(kind, namespace, name string) []*corev1.Event {
-	return c.eventsBy[Key(kind, namespace, name)]
+// EventsFor returns the events whose involvedObject is the object of that API group ("" for
+// core), kind, namespace and name, oldest first. The group is part of the key: Rancher has four
+// kinds named Cluster (Fleet's, provisioning's, management's, CAPI's), often with one name.
+func (c *Cluster) EventsFor(group, kind, namespace, name string) []*corev1.Event {
+	return c.eventsBy[eventKey(group, kind, namespace, name)]
 }
+
+func eventKey(group, kind, namespace, name string) string {
+	return group + "|" + Key(kind, namespace, name)
+}
+
+// EventGroup is the API group of the object an event is about, as EventsFor keys it. An
+// involvedObject without an apiVersion counts as core: the kubelet names its Node that way (a
+// reference built by hand, not from a typed object), and every other recorder fills it in.
+func EventGroup(e *corev1.Event) string { return groupOf(e.InvolvedObject.APIVersion) }
 
 // HasContent reports whether a Fleet Content object of that name was read.
 func (c *Cluster) HasContent(name string) bool { return c.contentIx[name] }

@@ -257,8 +257,9 @@ type clusterReader struct {
 	served map[schema.GroupVersionResource]bool
 	ns     []string
 
-	mu   sync.Mutex
-	pods []*corev1.Pod
+	mu       sync.Mutex
+	pods     []*corev1.Pod
+	cordoned []string // nodes whose pods are read in every namespace (drainNodePods)
 	// migrating are the CRDs listed with stored versions to migrate (their objects counted).
 	migrating []MigratingCRD
 
@@ -366,6 +367,9 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 		}
 	}
 	wg.Wait()
+	if r.served[gvr("", "v1", "pods")] {
+		r.drainNodePods(ctx)
+	}
 	if r.served[gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions")] {
 		sink.MarkCRDsCollected(t.Name)
 		r.countMigrating(ctx)
@@ -563,10 +567,13 @@ func (r *clusterReader) typedPage(ctx context.Context, res resource, ns string, 
 		if ns == "" && res.scope == watchedNamespaces && !r.watched[o.Namespace] {
 			continue // listed across namespaces (listWatched): keep the watched ones
 		}
-		if p, ok := o.Typed().(*corev1.Pod); ok {
+		switch obj := o.Typed().(type) {
+		case *corev1.Pod:
 			r.mu.Lock()
-			r.pods = append(r.pods, p)
+			r.pods = append(r.pods, obj)
 			r.mu.Unlock()
+		case *corev1.Node:
+			r.noteTypedNode(obj)
 		}
 		sink.Add(r.t.Name, src, o)
 	}
@@ -586,6 +593,9 @@ func (r *clusterReader) item(u *unstructured.Unstructured, res resource) {
 			}
 			_ = unstructured.SetNestedSlice(u.Object, vs, "spec", "versions")
 		}
+	}
+	if res.kind == "Node" {
+		r.noteUnstructuredNode(u)
 	}
 	if res.kind == "Pod" {
 		var p corev1.Pod
