@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/unstick-dev/unstick/internal/testenv"
@@ -48,20 +47,10 @@ func TestScanReadsAClusterInfoDump(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(podLogs, "fleet-agent.log"), prev, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	server, closeProxy, err := testenv.ServeLogProxy(env.Config, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = closeProxy() })
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["prod-us-1"] = &clientcmdapi.Cluster{Server: server}
-	kc.AuthInfos["prod-us-1"] = &clientcmdapi.AuthInfo{}
-	kc.Contexts["prod-us-1"] = &clientcmdapi.Context{Cluster: "prod-us-1", AuthInfo: "prod-us-1"}
+	addProxiedContext(t, kc, "prod-us-1", env.Config, logs)
 	kc.CurrentContext = "prod-us-1"
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := writeKubeconfig(t, kc)
 
 	var keys [][]string
 	// A directory (--output-directory), or one file of documents with the log blocks

@@ -257,14 +257,7 @@ func replayExample(t *testing.T) (kubeconfig, kubectl string) {
 	servers := startExampleServers(t, root)
 	kc := clientcmdapi.NewConfig()
 	for _, es := range servers {
-		server, closeProxy, err := testenv.ServeLogProxy(es.env.Config, es.logs)
-		if err != nil {
-			t.Fatalf("%s: %v", es.name, err)
-		}
-		t.Cleanup(func() { _ = closeProxy() })
-		kc.Clusters[es.name] = &clientcmdapi.Cluster{Server: server}
-		kc.AuthInfos[es.name] = &clientcmdapi.AuthInfo{}
-		kc.Contexts[es.name] = &clientcmdapi.Context{Cluster: es.name, AuthInfo: es.name}
+		addProxiedContext(t, kc, es.name, es.env.Config, es.logs)
 	}
 	kc.CurrentContext = "no-such-context" // a command without --context must fail, not guess
 	kubeconfig = filepath.Join(root, "kubeconfig")

@@ -112,14 +112,7 @@ func TestDrainBlockedFindsTheBudgetFromTheNodesPods(t *testing.T) {
 		if name == "prod-eu-2" {
 			downstream = kubernetes.NewForConfigOrDie(env.Config)
 		}
-		server, closeProxy, err := testenv.ServeLogProxy(env.Config, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = closeProxy() })
-		kc.Clusters[name] = &clientcmdapi.Cluster{Server: server}
-		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{}
-		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+		addProxiedContext(t, kc, name, env.Config, t.TempDir())
 		kc.CurrentContext = name
 	}
 

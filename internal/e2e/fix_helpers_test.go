@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"sigs.k8s.io/yaml"
@@ -95,20 +94,10 @@ func replay(t *testing.T, dir string, only ...string) *fleetOf {
 		if _, err := testenv.CopyLogs(dir, pick, logs); err != nil {
 			t.Fatal(err)
 		}
-		server, closeProxy, err := testenv.ServeLogProxy(env.Config, logs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = closeProxy() })
-		kc.Clusters[c.Name] = &clientcmdapi.Cluster{Server: server}
-		kc.AuthInfos[c.Name] = &clientcmdapi.AuthInfo{}
-		kc.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
+		addProxiedContext(t, kc, c.Name, env.Config, logs)
 		kc.CurrentContext = c.Name
 	}
-	f.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, f.kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	f.kubeconfig = writeKubeconfig(t, kc)
 	return f
 }
 

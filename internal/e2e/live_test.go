@@ -123,14 +123,7 @@ func fleetEnv(t *testing.T, clusters []string) string {
 		if _, err := testenv.CopyLogs(example, name, logs); err != nil {
 			t.Fatal(err)
 		}
-		server, closeProxy, err := testenv.ServeLogProxy(env.Config, logs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = closeProxy() })
-		kc.Clusters[name] = &clientcmdapi.Cluster{Server: server}
-		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{}
-		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+		addProxiedContext(t, kc, name, env.Config, logs)
 	}
 	kc.CurrentContext = clusters[0]
 	path := filepath.Join(t.TempDir(), "kubeconfig")

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/unstick-dev/unstick/internal/source"
@@ -68,20 +67,10 @@ func TestScenariosScanTheSameLive(t *testing.T) {
 				if _, err := testenv.CopyLogs(dir, pick, logs); err != nil {
 					t.Fatal(err)
 				}
-				server, closeProxy, err := testenv.ServeLogProxy(env.Config, logs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = closeProxy() })
-				kc.Clusters[c.Name] = &clientcmdapi.Cluster{Server: server}
-				kc.AuthInfos[c.Name] = &clientcmdapi.AuthInfo{}
-				kc.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name}
+				addProxiedContext(t, kc, c.Name, env.Config, logs)
 				kc.CurrentContext = c.Name
 			}
-			path := filepath.Join(t.TempDir(), "kubeconfig")
-			if err := clientcmd.WriteToFile(*kc, path); err != nil {
-				t.Fatal(err)
-			}
+			path := writeKubeconfig(t, kc)
 			at := snap.CollectedAt.UTC().Format("2006-01-02T15:04:05Z")
 			offOut, offErr, _ := run(t, "scan", "--from", dir, "--now", at, "-o", "json")
 			liveOut, liveErr, _ := run(t, "scan", "--kubeconfig", path, "--all-contexts", "--now", at, "-o", "json", "-q")
