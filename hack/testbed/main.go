@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -168,10 +167,6 @@ func start(ctx context.Context, o options, stdout io.Writer) error {
 	if _, ok := testenv.Ready(dir); ok {
 		return fmt.Errorf("a test bed is already running in %s (stop it first)", dir)
 	}
-	if _, _, err := testenv.Binaries(ctx); err != nil {
-		return err
-	}
-	// One build makes KWOK, the system-upgrade-controller and Fleet (testenv.Controllers).
 	if _, err := binaries(ctx); err != nil {
 		return err
 	}
@@ -297,39 +292,22 @@ func (r *runner) cleanup() {
 }
 
 // binaries builds every program of the test bed (or finds it built): kube-apiserver and etcd
-// beside KWOK, SUC and Fleet, then kube-controller-manager and kube-scheduler, which reuse
-// most of kube-apiserver's compiled packages.
+// first, then kubectl, then kube-controller-manager and kube-scheduler beside KWOK, SUC and
+// Fleet. They are built in one module graph (internal/testenv/bedmodule.go), so each build
+// after the first reuses most of the packages compiled before it.
 func binaries(ctx context.Context) (map[string]string, error) {
-	var (
-		wg          sync.WaitGroup
-		ctrls       map[string]string
-		ctrlsErr    error
-		all         = map[string]string{}
-		apiserver   string
-		etcd        string
-		apiErr, err error
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		ctrls, ctrlsErr = testenv.Controllers.Build(ctx)
-	}()
-	apiserver, etcd, apiErr = testenv.Binaries(ctx)
-	var kube map[string]string
-	if apiErr == nil {
-		kube, err = testenv.KubeControllers.Build(ctx)
+	apiserver, etcd, err := testenv.Binaries(ctx)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	for _, e := range []error{apiErr, err, ctrlsErr} {
-		if e != nil {
-			return nil, e
-		}
+	kubectl, err := testenv.Kubectl(ctx)
+	if err != nil {
+		return nil, err
 	}
-	for _, m := range []map[string]string{kube, ctrls} {
-		for k, v := range m {
-			all[k] = v
-		}
+	all, err := testenv.BuildAll(ctx, testenv.Components()...)
+	if err != nil {
+		return nil, err
 	}
-	all["kube-apiserver"], all["etcd"] = apiserver, etcd
+	all["kube-apiserver"], all["etcd"], all["kubectl"] = apiserver, etcd, kubectl
 	return all, nil
 }

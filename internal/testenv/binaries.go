@@ -8,7 +8,6 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,18 +88,10 @@ func BinaryDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("testenv: no user cache directory to keep kube-apiserver and etcd in: %w", err)
 	}
-	return filepath.Join(base, "unstick", "testenv", "k8s-"+KubernetesVersion+"-etcd-"+EtcdVersion), nil
+	return filepath.Join(base, "unstick", "testenv", "k8s-"+KubernetesVersion+"-etcd-"+EtcdVersion+"-"+graphKey()), nil
 }
 
 const stampFile = "complete"
-
-// newBuildModule makes a throwaway build directory next to dir holding the build module (see
-// writeBuildModule), and returns a runner of go commands in it and the function removing it.
-func newBuildModule(ctx context.Context, dir string, start time.Time) (run func(args ...string) ([]byte, error), work string, cleanup func(), err error) {
-	return newBuildDir(ctx, dir, start, func(_, work string, run func(args ...string) ([]byte, error)) error {
-		return writeBuildModule(run, work)
-	})
-}
 
 // newBuildDir makes a throwaway build directory next to dir, has write put the build module's
 // go.mod in it, and returns a runner of go commands there and the function removing it.
@@ -122,32 +113,6 @@ func newBuildDir(ctx context.Context, dir string, start time.Time, write func(go
 		return nil, "", nil, err
 	}
 	return run, work, cleanup, nil
-}
-
-// writeBuildModule writes, into the build directory work, a go.mod from which commands of
-// k8s.io/kubernetes build. Kubernetes' go.mod replaces every k8s.io staging module with
-// ./staging/src/...; a module that requires k8s.io/kubernetes must say where those come from.
-func writeBuildModule(run func(args ...string) ([]byte, error), work string) error {
-	out, err := run("mod", "download", "-json", kubernetesModule+"@"+KubernetesVersion)
-	if err != nil {
-		return fmt.Errorf("testenv: downloading %s@%s: %w", kubernetesModule, KubernetesVersion, err)
-	}
-	var mod struct{ GoMod, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.GoMod == "" {
-		return fmt.Errorf("testenv: locating the go.mod of %s@%s: %v %s", kubernetesModule, KubernetesVersion, err, mod.Error)
-	}
-	kgomod, err := os.ReadFile(mod.GoMod)
-	if err != nil {
-		return fmt.Errorf("testenv: reading %s: %w", mod.GoMod, err)
-	}
-	staging := stagingModules(kgomod)
-	if len(staging) == 0 {
-		return fmt.Errorf("testenv: %s has no ./staging replace directives; the build recipe needs updating", mod.GoMod)
-	}
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), buildGoMod(staging), 0o644); err != nil {
-		return fmt.Errorf("testenv: writing the build module: %w", err)
-	}
-	return nil
 }
 
 func built(dir string) bool {
@@ -195,21 +160,16 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "testenv: "+format+"\n", args...)
 }
 
-// build makes a throwaway module next to dir that requires k8s.io/kubernetes and etcd's
-// server module, with Kubernetes' own ./staging replaces pointed at the published staging
-// modules, and builds both mains from it.
+// build builds kube-apiserver and etcd in the test bed's module (bedmodule.go) next to dir.
 func build(ctx context.Context, dir string) error {
 	start := time.Now()
 	logf("building kube-apiserver %s and etcd %s into %s from the Go module proxy (first use only: about 8 minutes and 2.5 GiB of memory with cold Go caches)",
 		KubernetesVersion, EtcdVersion, dir)
-	run, work, cleanup, err := newBuildModule(ctx, dir, start)
+	run, work, cleanup, err := newBedModule(ctx, dir, start)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	if _, err := run("get", apiserverPkg+"@"+KubernetesVersion, etcdModule+"@"+EtcdVersion); err != nil {
-		return fmt.Errorf("testenv: resolving modules for kube-apiserver and etcd: %w", err)
-	}
 	outDir := filepath.Join(work, "out")
 	if err := os.Mkdir(outDir, 0o755); err != nil {
 		return fmt.Errorf("testenv: %w", err)
@@ -264,18 +224,6 @@ func stagingModules(gomod []byte) []string {
 	}
 	sort.Strings(mods)
 	return mods
-}
-
-func buildGoMod(staging []string) []byte {
-	var b bytes.Buffer
-	b.WriteString("// Throwaway module written by unstick's internal/testenv to build kube-apiserver and etcd.\n")
-	b.WriteString("module unstick.invalid/testenv-build\n\ngo 1.26.0\n\n")
-	fmt.Fprintf(&b, "require (\n\t%s %s\n\t%s %s\n)\n\nreplace (\n", kubernetesModule, KubernetesVersion, etcdModule, EtcdVersion)
-	for _, m := range staging {
-		fmt.Fprintf(&b, "\t%s => %s %s\n", m, m, stagingVersion)
-	}
-	b.WriteString(")\n")
-	return b.Bytes()
 }
 
 func goTool() (string, error) {

@@ -1,14 +1,12 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,14 +25,14 @@ type Component struct {
 	Name    string
 	Version string
 	// Kubernetes components build commands of k8s.io/kubernetes (Pkgs, full import paths,
-	// installing Bins) from the throwaway module of kube-apiserver and etcd, with the same
-	// requirements, so every package they share with those two is already compiled.
+	// installing Bins). Every component is built in the test bed's one module graph
+	// (bedmodule.go), after kube-apiserver and etcd, so every package they share is compiled
+	// once.
 	Kubernetes bool
 	Pkgs       []string
 	Bins       []string
-	// Modules are the released modules whose commands the component builds together, in one
-	// throwaway module that requires each at its release with the union of their replace
-	// directives (see buildModules).
+	// Modules are the released modules whose commands the component builds, each required at
+	// its release with the union of their replace directives (see moduleReplaces).
 	Modules []Module
 }
 
@@ -80,9 +78,9 @@ var (
 	KubeControllers = Component{Name: "kube-controllers", Version: KubernetesVersion, Kubernetes: true,
 		Pkgs: []string{"k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"},
 		Bins: []string{"kube-controller-manager", "kube-scheduler"}}
-	// KWOK, the system-upgrade-controller and Fleet are all built on Kubernetes 1.36's
-	// client libraries, with controller-runtime and wrangler: built together, those compile
-	// once instead of three times.
+	// KWOK, the system-upgrade-controller and Fleet, released on Kubernetes 1.36's client
+	// libraries, built on the bed's 1.37 ones (bedmodule.go) with their own controller-runtime
+	// and wrangler.
 	Controllers = Component{Name: "controllers",
 		Version: "kwok-" + KWOK.Version + "-suc-" + SystemUpgradeController.Version + "-fleet-" + Fleet.Version,
 		Modules: []Module{KWOK, SystemUpgradeController, Fleet}}
@@ -116,7 +114,7 @@ func (c Component) Dir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("testenv: no user cache directory to keep %s in: %w", c.Name, err)
 	}
-	return filepath.Join(base, "unstick", "testenv", c.Name+"-"+c.Version), nil
+	return filepath.Join(base, "unstick", "testenv", c.Name+"-"+c.Version+"-"+graphKey()), nil
 }
 
 // Build returns the paths of the component's programs by name, building them first if this
@@ -140,12 +138,11 @@ func (c Component) Build(ctx context.Context) (map[string]string, error) {
 	if p, ok := c.installed(dir); ok {
 		return c.remember(p), nil
 	}
-	if c.Kubernetes {
-		// kube-apiserver's build first: this one reuses most of its compiled packages, and
-		// built side by side the two would compile them twice.
-		if _, _, err := Binaries(ctx); err != nil {
-			return nil, err
-		}
+	// kube-apiserver's build first: every component is built in its module graph (see
+	// bedmodule.go) and reuses most of its compiled packages; built side by side, the two
+	// would compile them twice.
+	if _, _, err := Binaries(ctx); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("testenv: creating cache directory: %w", err)
@@ -247,33 +244,19 @@ func (c Component) ldflags() string {
 func (c Component) build(ctx context.Context, dir string) error {
 	start := time.Now()
 	logf("building %s %s into %s from the Go module proxy (first use only; minutes with cold Go caches)", c.Name, c.Version, dir)
-	run, work, cleanup, err := c.buildModule(ctx, dir, start)
+	run, work, cleanup, err := newBedModule(ctx, dir, start)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	var get, pkgs []string
-	if c.Kubernetes {
-		// The same requirements as kube-apiserver's build (build), so that the module graph,
-		// and with it every shared package's build, is the same: etcd's server module
-		// raises some of Kubernetes' own requirements (go-logr, which nearly every package
-		// imports), and without it here nearly everything would compile again.
-		get = []string{apiserverPkg + "@" + KubernetesVersion, etcdModule + "@" + EtcdVersion}
-		for _, p := range c.Pkgs {
-			get = append(get, p+"@"+KubernetesVersion)
-		}
-		pkgs = c.Pkgs
-	} else {
+	pkgs := c.Pkgs
+	if !c.Kubernetes {
+		pkgs = nil
 		for _, m := range c.Modules {
 			for _, p := range m.Pkgs {
-				pkg := m.Path + strings.TrimPrefix(p, ".")
-				get = append(get, pkg+"@"+m.Version)
-				pkgs = append(pkgs, pkg)
+				pkgs = append(pkgs, m.Path+strings.TrimPrefix(p, "."))
 			}
 		}
-	}
-	if _, err := run(append([]string{"get"}, get...)...); err != nil {
-		return fmt.Errorf("testenv: resolving modules for %s: %w", c.Name, err)
 	}
 	outDir := filepath.Join(work, "out")
 	if err := os.Mkdir(outDir, 0o755); err != nil {
@@ -298,26 +281,11 @@ func (c Component) build(ctx context.Context, dir string) error {
 	return nil
 }
 
-// buildModule makes the throwaway build module of the component next to dir.
-func (c Component) buildModule(ctx context.Context, dir string, start time.Time) (run func(args ...string) ([]byte, error), work string, cleanup func(), err error) {
-	if c.Kubernetes {
-		return newBuildModule(ctx, dir, start)
-	}
-	return newBuildDir(ctx, dir, start, func(goBin, work string, _ func(args ...string) ([]byte, error)) error {
-		gomod, err := modulesGoMod(ctx, goBin, work, start, c.Name, c.Modules)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(work, "go.mod"), gomod, 0o644)
-	})
-}
-
-// modulesGoMod writes the go.mod of a throwaway module requiring each module at its release,
-// with the union of their replace directives (the higher version where two replace the same
-// module with different versions of it) and each nested module at the same release. Where
-// their requirements differ, the Go module system takes the higher, as it does for any
-// module with several dependencies.
-func modulesGoMod(ctx context.Context, goBin, work string, start time.Time, name string, mods []Module) ([]byte, error) {
+// moduleReplaces reads the released modules' go.mod files and returns the union of their
+// replace directives (the higher version where two replace the same module with different
+// versions of it) and each nested module at the same release: its own tag, or else the
+// pseudo-version of the outer tag's commit.
+func moduleReplaces(ctx context.Context, goBin, work string, start time.Time, mods []Module) (map[string]modVersion, []modVersion, error) {
 	type target struct{ path, version, from string }
 	replace := map[string]target{}
 	add := func(old string, t target) error {
@@ -337,14 +305,15 @@ func modulesGoMod(ctx context.Context, goBin, work string, start time.Time, name
 		}
 		return nil
 	}
+	var nestedReqs []modVersion
 	for _, m := range mods {
 		outer, err := download(ctx, goBin, work, start, m.Path+"@"+m.Version)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out, err := runGo(ctx, goBin, work, start, "mod", "edit", "-json", outer.GoMod)
 		if err != nil {
-			return nil, fmt.Errorf("testenv: reading %s: %w", outer.GoMod, err)
+			return nil, nil, fmt.Errorf("testenv: reading %s: %w", outer.GoMod, err)
 		}
 		var gm struct {
 			Replace []struct {
@@ -352,17 +321,17 @@ func modulesGoMod(ctx context.Context, goBin, work string, start time.Time, name
 			}
 		}
 		if err := json.Unmarshal(out, &gm); err != nil {
-			return nil, fmt.Errorf("testenv: reading %s: %w", outer.GoMod, err)
+			return nil, nil, fmt.Errorf("testenv: reading %s: %w", outer.GoMod, err)
 		}
 		for _, r := range gm.Replace {
 			if strings.HasPrefix(r.New.Path, ".") {
 				if !slices.Contains(m.Nested, strings.TrimPrefix(r.New.Path, "./")) {
-					return nil, fmt.Errorf("testenv: %s@%s replaces %s with the directory %s, which its module zip leaves out; list it under Nested", m.Path, m.Version, r.Old.Path, r.New.Path)
+					return nil, nil, fmt.Errorf("testenv: %s@%s replaces %s with the directory %s, which its module zip leaves out; list it under Nested", m.Path, m.Version, r.Old.Path, r.New.Path)
 				}
 				continue
 			}
 			if err := add(r.Old.Path, target{r.New.Path, r.New.Version, m.Path}); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		for _, n := range m.Nested {
@@ -371,36 +340,24 @@ func modulesGoMod(ctx context.Context, goBin, work string, start time.Time, name
 			if _, err := download(ctx, goBin, work, start, nested+"@"+v); err != nil {
 				pseudo, perr := pseudoVersion(outer.Info)
 				if perr != nil {
-					return nil, fmt.Errorf("%w (and no pseudo-version for %s@%s: %v)", err, m.Path, m.Version, perr)
+					return nil, nil, fmt.Errorf("%w (and no pseudo-version for %s@%s: %v)", err, m.Path, m.Version, perr)
 				}
 				if _, err := download(ctx, goBin, work, start, nested+"@"+pseudo); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				v = pseudo
 			}
 			if err := add(nested, target{nested, v, m.Path}); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+			nestedReqs = append(nestedReqs, modVersion{nested, v})
 		}
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "// Throwaway module written by unstick's internal/testenv to build %s.\n", name)
-	b.WriteString("module unstick.invalid/testbed-build\n\ngo 1.26.0\n\nrequire (\n")
-	for _, m := range mods {
-		fmt.Fprintf(&b, "\t%s %s\n", m.Path, m.Version)
+	out := make(map[string]modVersion, len(replace))
+	for old, t := range replace {
+		out[old] = modVersion{t.path, t.version}
 	}
-	b.WriteString(")\n\nreplace (\n")
-	olds := make([]string, 0, len(replace))
-	for o := range replace {
-		olds = append(olds, o)
-	}
-	sort.Strings(olds)
-	for _, o := range olds {
-		t := replace[o]
-		fmt.Fprintf(&b, "\t%s => %s %s\n", o, t.path, t.version)
-	}
-	b.WriteString(")\n")
-	return b.Bytes(), nil
+	return out, nestedReqs, nil
 }
 
 // compareVersions orders two release versions vMAJOR.MINOR.PATCH; ok is false for anything

@@ -72,20 +72,16 @@ func buildKubectlLocked(ctx context.Context, dir string) error {
 	return buildKubectl(ctx, dir)
 }
 
-// buildKubectl builds k8s.io/kubernetes/cmd/kubectl the way build makes kube-apiserver: a
-// throwaway module requiring k8s.io/kubernetes with its ./staging replaces pointed at the
-// published staging modules (k8s.io/kubectl among them).
+// buildKubectl builds k8s.io/kubernetes/cmd/kubectl the way build makes kube-apiserver: in the
+// test bed's module (bedmodule.go), whose staging replaces include k8s.io/kubectl.
 func buildKubectl(ctx context.Context, dir string) error {
 	start := time.Now()
 	logf("building kubectl %s into %s from the Go module proxy (first use only: a few minutes)", KubernetesVersion, dir)
-	run, work, cleanup, err := newBuildModule(ctx, dir, start)
+	run, work, cleanup, err := newBedModule(ctx, dir, start)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	if _, err := run("get", kubectlPkg+"@"+KubernetesVersion); err != nil {
-		return fmt.Errorf("testenv: resolving modules for kubectl: %w", err)
-	}
 	tmp := filepath.Join(work, "kubectl"+exeSuffix())
 	if _, err := run("build", "-trimpath", "-ldflags", versionLDFlags(), "-o", tmp, kubectlPkg); err != nil {
 		return fmt.Errorf("testenv: building kubectl: %w", err)
