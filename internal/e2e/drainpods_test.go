@@ -96,8 +96,9 @@ func (f drainFinding) text() string {
 }
 
 // A drain held by a PodDisruptionBudget, with no drain error recorded anywhere: the live scan
-// reads the pods on the cordoned node in every namespace and names the budget and its pod,
-// and collect keeps those pods (redacted) so the bundle says the same. Pods on nodes that are
+// reads the pods on the cordoned node in every namespace and names the budget and its pod;
+// serve, whose informers watch only the upgrade namespaces, lists them the same way and says
+// the same; collect keeps those pods (redacted) so the bundle does too. Pods on nodes that are
 // not cordoned stay unread outside the upgrade namespaces.
 func TestDrainBlockedFindsTheBudgetFromTheNodesPods(t *testing.T) {
 	t.Parallel()
@@ -170,6 +171,23 @@ func TestDrainBlockedFindsTheBudgetFromTheNodesPods(t *testing.T) {
 	}
 	if strings.Contains(live.text(), "web/frontend") || strings.Contains(live.text(), "drain error") {
 		t.Errorf("the live finding names what it should not:\n%s", live.text())
+	}
+
+	// serve judges the same: its informers watch only the upgrade namespaces, so it lists the
+	// cordoned node's pods as the scan does.
+	addr, serveErr := runServe(t, "--kubeconfig", path, "--all-contexts")
+	servedBody := httpGet(t, "http://"+addr+"/api/v1/findings")
+	served := drainBlockedOf(t, string(servedBody), serveErr.String())
+	for _, w := range want {
+		if !strings.Contains(served.text(), w) {
+			t.Errorf("serve's finding does not say %q:\n%s", w, served.text())
+		}
+	}
+	if strings.Contains(served.text(), "web/frontend") {
+		t.Errorf("serve's finding names a budget over a node that is not cordoned:\n%s", served.text())
+	}
+	if bytes.Contains(servedBody, []byte(secret)) {
+		t.Error("serve's findings hold a pod's env value")
 	}
 
 	bundle := filepath.Join(t.TempDir(), "collected.tar.gz")

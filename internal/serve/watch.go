@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,7 +52,8 @@ type clusterWatch struct {
 	nsInf     cache.SharedIndexInformer // nil when namespaces are forbidden
 	stop      <-chan struct{}
 
-	counts crdCounts // objects of the CRDs with stored versions to migrate
+	counts   crdCounts // objects of the CRDs with stored versions to migrate
+	nodePods nodePods  // pods on cordoned nodes outside the watched namespaces
 }
 
 type watched struct {
@@ -353,8 +355,9 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	if nsInf != nil {
 		add(nsInf.GetStore().List(), func(c *cachedObject) bool { return source.WatchedNamespace(c.name) })
 	}
-	crds := false
+	crds, nodesRead := false, false
 	var crdList []*snapshot.CRD
+	var nodes []*corev1.Node
 	for _, x := range informers {
 		if msg := x.forbidden.Load(); msg != nil && !x.inf.HasSynced() {
 			b.Error(finding.ScanError{Cluster: w.t.Name, Message: *msg})
@@ -362,6 +365,16 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 		}
 		items := x.inf.GetStore().List()
 		add(items, nil)
+		if x.res.Kind == "Node" && x.inf.HasSynced() {
+			nodesRead = true
+			for _, obj := range items {
+				if c, ok := obj.(*cachedObject); ok && c.obj != nil {
+					if n, ok := c.obj.Typed().(*corev1.Node); ok {
+						nodes = append(nodes, n)
+					}
+				}
+			}
+		}
 		if x.res.Kind == "CustomResourceDefinition" && x.inf.HasSynced() {
 			crds = true
 			for _, obj := range items {
@@ -376,5 +389,8 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	if crds {
 		b.MarkCRDsCollected(w.t.Name)
 		w.feedCRDCounts(b, crdList)
+	}
+	if nodesRead {
+		w.feedNodePods(b, nodes)
 	}
 }

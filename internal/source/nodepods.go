@@ -24,11 +24,7 @@ const unschedulableTaint = "node.kubernetes.io/unschedulable"
 // noteNode remembers a node that is cordoned (a drain cordons first: kubectl's and
 // Rancher's drains alike), so its pods in every namespace are read after the lists.
 func (r *clusterReader) noteNode(name string, unschedulable bool, taints []string) {
-	cordoned := unschedulable
-	for _, t := range taints {
-		cordoned = cordoned || t == unschedulableTaint
-	}
-	if !cordoned {
+	if !cordonedNode(unschedulable, taints) {
 		return
 	}
 	r.mu.Lock()
@@ -36,13 +32,40 @@ func (r *clusterReader) noteNode(name string, unschedulable bool, taints []strin
 	r.mu.Unlock()
 }
 
-func (r *clusterReader) noteTypedNode(n *corev1.Node) {
+func cordonedNode(unschedulable bool, taints []string) bool {
+	cordoned := unschedulable
+	for _, t := range taints {
+		cordoned = cordoned || t == unschedulableTaint
+	}
+	return cordoned
+}
+
+// Cordoned reports whether a node is cordoned: unschedulable, or tainted as such by the node
+// lifecycle controller.
+func Cordoned(n *corev1.Node) bool {
 	var taints []string
 	for _, t := range n.Spec.Taints {
 		taints = append(taints, t.Key)
 	}
-	r.noteNode(n.Name, n.Spec.Unschedulable, taints)
+	return cordonedNode(n.Spec.Unschedulable, taints)
 }
+
+func (r *clusterReader) noteTypedNode(n *corev1.Node) {
+	if Cordoned(n) {
+		r.noteNode(n.Name, true, nil)
+	}
+}
+
+// TooManyCordoned is the scan error when more nodes than MaxDrainNodes are cordoned.
+func TooManyCordoned(n int) string {
+	return fmt.Sprintf("%d nodes are cordoned: the pods of the first %d (by name) were read in every namespace, the others' only in the upgrade namespaces",
+		n, MaxDrainNodes)
+}
+
+// NodePodsForbidden is the scan error when the pods of cordoned nodes cannot be listed across
+// namespaces.
+const NodePodsForbidden = "forbidden: cannot list pods across namespaces (grant it with deploy/rbac/scan.yaml): " +
+	"the pods on cordoned nodes outside the upgrade namespaces were not read, and a drain's PodDisruptionBudget is found only through the drain error"
 
 func (r *clusterReader) noteUnstructuredNode(u *unstructured.Unstructured) {
 	unsched, _, _ := unstructured.NestedBool(u.Object, "spec", "unschedulable")
@@ -65,9 +88,7 @@ func (r *clusterReader) drainNodePods(ctx context.Context) {
 	nodes := append([]string(nil), r.cordoned...)
 	sort.Strings(nodes)
 	if len(nodes) > MaxDrainNodes {
-		r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: fmt.Sprintf(
-			"%d nodes are cordoned: the pods of the first %d (by name) were read in every namespace, the others' only in the upgrade namespaces",
-			len(nodes), MaxDrainNodes)})
+		r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: TooManyCordoned(len(nodes))})
 		nodes = nodes[:MaxDrainNodes]
 	}
 	watched := make(map[string]bool, len(r.ns))
@@ -83,8 +104,7 @@ func (r *clusterReader) drainNodePods(ctx context.Context) {
 				return err
 			})
 			if apierrors.IsForbidden(err) {
-				r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: "forbidden: cannot list pods across namespaces (grant it with deploy/rbac/scan.yaml): " +
-					"the pods on cordoned nodes outside the upgrade namespaces were not read, and a drain's PodDisruptionBudget is found only through the drain error"})
+				r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: NodePodsForbidden})
 				return
 			}
 			if err != nil {
