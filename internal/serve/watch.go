@@ -365,25 +365,16 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 		}
 		items := x.inf.GetStore().List()
 		add(items, nil)
-		if x.res.Kind == "Node" && x.inf.HasSynced() {
-			nodesRead = true
-			for _, obj := range items {
-				if c, ok := obj.(*cachedObject); ok && c.obj != nil {
-					if n, ok := c.obj.Typed().(*corev1.Node); ok {
-						nodes = append(nodes, n)
-					}
-				}
-			}
+		if !x.inf.HasSynced() {
+			continue
 		}
-		if x.res.Kind == "CustomResourceDefinition" && x.inf.HasSynced() {
+		switch x.res.Kind {
+		case "Node":
+			nodesRead = true
+			nodes = append(nodes, typedOf[*corev1.Node](items)...)
+		case "CustomResourceDefinition":
 			crds = true
-			for _, obj := range items {
-				if c, ok := obj.(*cachedObject); ok && c.obj != nil {
-					if crd, ok := c.obj.Typed().(*snapshot.CRD); ok {
-						crdList = append(crdList, crd)
-					}
-				}
-			}
+			crdList = append(crdList, typedOf[*snapshot.CRD](items)...)
 		}
 	}
 	if crds {
@@ -393,4 +384,17 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	if nodesRead {
 		w.feedNodePods(b, nodes)
 	}
+}
+
+// typedOf returns the cached objects of an informer's store that decoded to T.
+func typedOf[T any](items []any) []T {
+	var out []T
+	for _, obj := range items {
+		if c, ok := obj.(*cachedObject); ok && c.obj != nil {
+			if t, ok := c.obj.Typed().(T); ok {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
