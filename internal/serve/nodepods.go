@@ -62,7 +62,6 @@ func (w *clusterWatch) feedNodePods(b *snapshot.Builder, nodes []*corev1.Node) {
 	keep := map[string]bool{}
 	ctx, cancel := context.WithTimeout(context.Background(), nodePodsTimeout)
 	defer cancel()
-	src := "live " + w.t.Name
 	for _, node := range cordoned {
 		keep[node] = true
 		read, have := w.nodePods.by[node]
@@ -80,13 +79,7 @@ func (w *clusterWatch) feedNodePods(b *snapshot.Builder, nodes []*corev1.Node) {
 			read = nodePodsRead{pods: pods, at: time.Now()}
 			w.nodePods.by[node] = read
 		}
-		for _, c := range read.pods {
-			if c.err != nil {
-				b.Error(finding.ScanError{Cluster: w.t.Name, Message: c.err.Error()})
-				continue
-			}
-			b.Add(w.t.Name, src, c.obj)
-		}
+		w.addCached(b, read.pods)
 	}
 	for node := range w.nodePods.by {
 		if !keep[node] {
@@ -118,12 +111,6 @@ func (w *clusterWatch) listNodePods(ctx context.Context, node string) ([]*cached
 			}
 		}
 		if l.GetContinue() == "" {
-			sort.Slice(out, func(i, j int) bool {
-				if out[i].namespace != out[j].namespace {
-					return out[i].namespace < out[j].namespace
-				}
-				return out[i].name < out[j].name
-			})
 			return out, nil
 		}
 		opts.Continue = l.GetContinue()

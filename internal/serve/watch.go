@@ -329,7 +329,6 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	informers := append([]watched(nil), w.informers...)
 	nsInf := w.nsInf
 	w.mu.Unlock()
-	src := "live " + w.t.Name
 	add := func(items []any, keep func(*cachedObject) bool) {
 		cached := make([]*cachedObject, 0, len(items))
 		for _, obj := range items {
@@ -337,20 +336,7 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 				cached = append(cached, c)
 			}
 		}
-		// A stable order keeps the snapshot (and so the report) stable between evaluations.
-		sort.Slice(cached, func(i, j int) bool {
-			if cached[i].namespace != cached[j].namespace {
-				return cached[i].namespace < cached[j].namespace
-			}
-			return cached[i].name < cached[j].name
-		})
-		for _, c := range cached {
-			if c.err != nil {
-				b.Error(finding.ScanError{Cluster: w.t.Name, Message: c.err.Error()})
-				continue
-			}
-			b.Add(w.t.Name, src, c.obj)
-		}
+		w.addCached(b, cached)
 	}
 	if nsInf != nil {
 		add(nsInf.GetStore().List(), func(c *cachedObject) bool { return source.WatchedNamespace(c.name) })
@@ -383,6 +369,26 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	}
 	if nodesRead {
 		w.feedNodePods(b, nodes)
+	}
+}
+
+// addCached adds cached objects to a snapshot builder in a stable order (namespace, name), which
+// keeps the snapshot, and so the report, stable between evaluations; one that did not decode is
+// reported as an error of the cluster. It sorts cached in place.
+func (w *clusterWatch) addCached(b *snapshot.Builder, cached []*cachedObject) {
+	sort.Slice(cached, func(i, j int) bool {
+		if cached[i].namespace != cached[j].namespace {
+			return cached[i].namespace < cached[j].namespace
+		}
+		return cached[i].name < cached[j].name
+	})
+	src := "live " + w.t.Name
+	for _, c := range cached {
+		if c.err != nil {
+			b.Error(finding.ScanError{Cluster: w.t.Name, Message: c.err.Error()})
+			continue
+		}
+		b.Add(w.t.Name, src, c.obj)
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -116,9 +116,7 @@ func readRequires(gomod string) ([]modVersion, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(goBin, "mod", "edit", "-json", gomod)
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	out, err := cmd.Output()
+	out, err := runGoIn(context.Background(), goBin, filepath.Dir(gomod), time.Now(), "", "mod", "edit", "-json", gomod)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: reading %s: %w", gomod, err)
 	}
@@ -244,22 +242,13 @@ func composeBedGoMod(project []modVersion, staging []string, replaces map[string
 	var b bytes.Buffer
 	b.WriteString("// Throwaway module written by unstick's internal/testenv to build the test bed's programs.\n")
 	b.WriteString("module unstick.invalid/testbed-build\n\ngo 1.26.0\n\nrequire (\n")
-	for _, p := range sortedKeys(require) {
+	for _, p := range slices.Sorted(maps.Keys(require)) {
 		fmt.Fprintf(&b, "\t%s %s\n", p, require[p])
 	}
 	b.WriteString(")\n\nreplace (\n")
-	for _, p := range sortedKeys(replace) {
+	for _, p := range slices.Sorted(maps.Keys(replace)) {
 		fmt.Fprintf(&b, "\t%s => %s %s\n", p, replace[p].Path, replace[p].Version)
 	}
 	b.WriteString(")\n")
 	return b.Bytes()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
