@@ -15,6 +15,7 @@ func TestAlertRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{
+		{"--version"},
 		{"check", "rules", "unstick-rules.yaml"},
 		{"test", "rules", "unstick-rules.test.yaml"},
 	} {
