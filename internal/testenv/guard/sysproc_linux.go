@@ -1,10 +1,10 @@
 //go:build linux
 
-package testenv
+package guard
 
 import "syscall"
 
 // The kernel kills target if this guard dies first (even by SIGKILL).
-func guardSysProcAttr() *syscall.SysProcAttr {
+func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
