@@ -47,7 +47,10 @@ type options struct {
 	etcdArgs    map[string][]string
 	crds        bool
 	contextName string
+	noTemplate  bool // make the etcd template: install the CRDs through the API
 }
+
+func withoutTemplate() Option { return func(o *options) { o.noTemplate = true } }
 
 // Option configures Start and StartProcess.
 type Option func(*options)
@@ -138,6 +141,18 @@ func start(ctx context.Context, dir string, opts []Option) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	// With the CRDs, etcd starts from a template in which they are already installed
+	// (template.go).
+	template := ""
+	if o.crds && !o.noTemplate {
+		key, err := templateKey(apiserver, etcd, crds, o)
+		if err != nil {
+			return nil, err
+		}
+		if template, err = etcdTemplate(ctx, key, opts); err != nil {
+			return nil, err
+		}
+	}
 	apiserver, etcd, err = guardedPaths(dir, apiserver, etcd)
 	if err != nil {
 		return nil, err
@@ -148,6 +163,9 @@ func start(ctx context.Context, dir string, opts []Option) (*Env, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	if template != "" {
+		env.CRDs = nil // already in etcd
 	}
 	api := env.ControlPlane.GetAPIServer()
 	api.Path = apiserver
@@ -162,9 +180,20 @@ func start(ctx context.Context, dir string, opts []Option) (*Env, error) {
 	for name, values := range o.etcdArgs {
 		env.ControlPlane.Etcd.Configure().Set(name, values...)
 	}
+	if template != "" {
+		// A fresh copy every start, even where an earlier run left data (StartProcess).
+		if err := os.RemoveAll(env.ControlPlane.Etcd.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	for _, d := range []string{api.CertDir, env.ControlPlane.Etcd.DataDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
+		}
+	}
+	if template != "" {
+		if err := copyTree(template, env.ControlPlane.Etcd.DataDir); err != nil {
+			return nil, fmt.Errorf("testenv: copying the etcd template: %w", err)
 		}
 	}
 
@@ -172,6 +201,12 @@ func start(ctx context.Context, dir string, opts []Option) (*Env, error) {
 	if err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("testenv: %w\n--- kube-apiserver and etcd output (tail) ---\n%s", err, out.String())
+	}
+	if template != "" {
+		if err := fromTemplate(cfg, crds); err != nil {
+			_ = env.Stop()
+			return nil, fmt.Errorf("testenv: %w\n--- kube-apiserver and etcd output (tail) ---\n%s", err, out.String())
+		}
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
 	e := &Env{Config: cfg, Dir: dir, ContextName: o.contextName, env: env, out: out,
