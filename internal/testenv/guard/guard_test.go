@@ -88,3 +88,47 @@ func TestGuardEndsTheTargetWhenItsParentDies(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// `--help` runs the program once; later asks are answered from the copy next to it, until
+// the program changes.
+func TestGuardKeepsTheHelpOutput(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "program")
+	count := filepath.Join(dir, "runs")
+	write := func(text string) {
+		t.Helper()
+		script := "#!/bin/sh\necho run >> " + count + "\necho '" + text + "'\necho 'on stderr' >&2\n"
+		if err := os.WriteFile(target, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	write("--insecure-port int")
+	l := link(t, target)
+	for i := 0; i < 3; i++ {
+		out, err := exec.Command(l, "--help").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--insecure-port int") || !strings.Contains(string(out), "on stderr") {
+			t.Fatalf("--help answered %q, %v", out, err)
+		}
+	}
+	if b, _ := os.ReadFile(count); strings.Count(string(b), "run") != 1 {
+		t.Errorf("the program ran %d times for three --help, want once", strings.Count(string(b), "run"))
+	}
+	// A rebuilt program (newer than the copy) is asked again.
+	time.Sleep(10 * time.Millisecond)
+	write("--new-flag string")
+	future := time.Now().Add(time.Minute)
+	if err := os.Chtimes(target, future, future); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(l, "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--new-flag") {
+		t.Errorf("after a rebuild --help answered %q, %v", out, err)
+	}
+	// Any other arguments run the program.
+	if out, err := exec.Command(l, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "--new-flag") {
+		t.Errorf("--version: %q, %v", out, err)
+	}
+}
