@@ -21,16 +21,11 @@ import (
 // and to its standard output (one file, the log blocks between the documents), and each dump
 // scans to the agent's missing CRD as the root cause, read from the dumped log, with nothing
 // skipped as not an object, and says that no Helm release was judged (a dump holds no Secrets).
-func TestScanReadsAClusterInfoDump(t *testing.T) {
-	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
+func scanReadsAClusterInfoDump(t *testing.T, env *testenv.Env) {
 	ctx := t.Context()
 	kubectl, err := testenv.Kubectl(ctx)
 	if err != nil {
 		t.Fatalf("building kubectl: %v", err)
-	}
-	env := testenv.Start(t, testenv.WithContextName("prod-us-1"))
-	if _, err := testenv.Load(ctx, env.Config, example, testenv.LoadOptions{Cluster: "prod-us-1"}); err != nil {
-		t.Fatal(err)
 	}
 	logs := filepath.Join(t.TempDir(), "logs")
 	if _, err := testenv.CopyLogs(example, "prod-us-1", logs); err != nil {

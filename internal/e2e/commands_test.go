@@ -43,8 +43,7 @@ type printedCommand struct {
 	notes []string // the step's notes (JSON only)
 }
 
-func TestExampleCommandsArePasteable(t *testing.T) {
-	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
+func exampleCommandsArePasteable(t *testing.T, kubeconfig, kubectl string) {
 	outs := map[string]string{}
 	for _, format := range []string{"table", "markdown", "html", "json"} {
 		out, errOut, code := run(t, "scan", "--from", example, "--now", now, "-o", format)
@@ -83,7 +82,6 @@ func TestExampleCommandsArePasteable(t *testing.T) {
 		return
 	}
 
-	kubeconfig, kubectl := replayExample(t)
 	var cmds []string
 	for c := range all {
 		cmds = append(cmds, c)
@@ -240,31 +238,6 @@ func checkAimedAndFilled(t *testing.T, format string, c printedCommand) {
 			t.Errorf("json: placeholder %s is not named in words in the step's notes %q", p, c.notes)
 		}
 	}
-}
-
-// replayExample starts one API server per cluster of the example, in parallel, replays each
-// cluster into its own, and writes a kubeconfig with a context per cluster named after it.
-// Contexts point at the log stand-in in front of each server (the test server has no
-// kubelet: pods/log is answered from the bundle's log files, all else goes to the server).
-func replayExample(t *testing.T) (kubeconfig, kubectl string) {
-	t.Helper()
-	ctx := t.Context()
-	bin, err := testenv.Kubectl(ctx)
-	if err != nil {
-		t.Fatalf("building kubectl: %v", err)
-	}
-	root := t.TempDir()
-	servers := startExampleServers(t, root)
-	kc := clientcmdapi.NewConfig()
-	for _, es := range servers {
-		addProxiedContext(t, kc, es.name, es.env.Config, es.logs)
-	}
-	kc.CurrentContext = "no-such-context" // a command without --context must fail, not guess
-	kubeconfig = filepath.Join(root, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	return kubeconfig, bin
 }
 
 // exampleServer is one cluster of the example fleet replayed into its own API server, with

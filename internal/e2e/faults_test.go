@@ -37,7 +37,7 @@ import (
 )
 
 // behindFaults puts a fault proxy in front of every cluster of a kubeconfig written by
-// fleetEnv or replay (each cluster's server is its log proxy) and writes a kubeconfig that
+// exampleKubeconfig or replay (each cluster's server is its log proxy) and writes a kubeconfig that
 // reaches each cluster through its fault proxy. The proxies start off.
 func behindFaults(t *testing.T, kubeconfig string) (string, map[string]*testenv.FaultProxy) {
 	t.Helper()
@@ -140,10 +140,8 @@ func faultScan(t *testing.T, kubeconfig string, timeout time.Duration) (scanResu
 // (the first three reads of each cluster fail with each kind of fault and the report is the
 // fault-free one), reads that keep failing are named under errors and never silently change
 // the findings, and the scan ends within its --timeout even when an answer never comes.
-func TestFaultScan(t *testing.T) {
-	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
-	clusters := []string{"local", "prod-eu-1"}
-	kubeconfig, proxies := behindFaults(t, fleetEnv(t, clusters))
+func scanUnderFaults(t *testing.T, direct string) {
+	kubeconfig, proxies := behindFaults(t, direct)
 
 	base, code := faultScan(t, kubeconfig, 30*time.Second)
 	if code != 3 || len(base.Findings) == 0 {
@@ -160,8 +158,8 @@ func TestFaultScan(t *testing.T) {
 			got, code := faultScan(t, kubeconfig, 30*time.Second)
 			sum, n := summaries(proxies)
 			t.Log(sum)
-			if n != 3*len(clusters) {
-				t.Errorf("%d faults injected, want %d", n, 3*len(clusters))
+			if n != 3*len(proxies) {
+				t.Errorf("%d faults injected, want %d", n, 3*len(proxies))
 			}
 			checkSameAsFaultFree(t, base, got, baseErrs, code)
 		})
@@ -694,13 +692,8 @@ func TestFaultFixApplyLostAnswers(t *testing.T) {
 // serve's start-up reads (discovery, the namespaces probe) are retried like the scan's: a
 // server briefly answering 503 when serve starts must not leave the cluster unwatched until
 // serve is restarted.
-func TestFaultServeStartRetries(t *testing.T) {
-	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
-	const name = "prod-eu-1"
-	env := testenv.Start(t, testenv.WithContextName(name))
-	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: name}); err != nil {
-		t.Fatal(err)
-	}
+func serveStartRetries(t *testing.T, env *testenv.Env) {
+	name := env.ContextName
 	proxy := testenv.StartFaultProxy(t, env.Config, 11)
 	startup := func(r *http.Request) bool { return !informerTraffic(r) }
 	proxy.SetRules(

@@ -12,9 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
 	"github.com/unstick-dev/unstick/internal/cli"
 	"github.com/unstick-dev/unstick/internal/source"
 	"github.com/unstick-dev/unstick/internal/testenv"
@@ -106,38 +103,9 @@ func diff(a, b []string) string {
 	return strings.Join(d, "\n")
 }
 
-// fleetEnv replays each cluster of the example into its own real API server (behind the
-// log proxy) and writes one kubeconfig with a context per cluster.
-func fleetEnv(t *testing.T, clusters []string) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	for _, name := range clusters {
-		env := testenv.Start(t, testenv.WithContextName(name))
-		res, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: name})
-		if err != nil {
-			t.Fatalf("loading %s: %v", name, err)
-		}
-		t.Logf("%s: %d objects, %d created, %d statuses, %d warnings", name, res.Objects, res.Created, res.StatusWritten, len(res.Warnings))
-		// The test server has no kubelet: the log proxy serves the bundle's pod logs.
-		logs := filepath.Join(t.TempDir(), "logs")
-		if _, err := testenv.CopyLogs(example, name, logs); err != nil {
-			t.Fatal(err)
-		}
-		addProxiedContext(t, kc, name, env.Config, logs)
-	}
-	kc.CurrentContext = clusters[0]
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // The example fleet replayed into real API servers scans live exactly as it scans offline,
 // and `collect` of the live fleet scans offline exactly as the live scan did.
-func TestLiveScanMatchesOfflineAndCollect(t *testing.T) {
-	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
-	kubeconfig := fleetEnv(t, exampleClusters)
+func liveScanMatchesOfflineAndCollect(t *testing.T, kubeconfig string) {
 
 	offOut, offErr, offCode := run(t, "scan", "--from", example, "--now", now, "-o", "json")
 	offline := parse(t, offOut, offErr)
@@ -179,12 +147,7 @@ func TestLiveScanMatchesOfflineAndCollect(t *testing.T) {
 }
 
 // Lists are paginated: reading with a page of 2 objects sees exactly what a page of 500 sees.
-func TestLiveListsArePaginated(t *testing.T) {
-	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
-	env := testenv.Start(t, testenv.WithContextName("local"))
-	if _, err := testenv.Load(t.Context(), env.Config, example, testenv.LoadOptions{Cluster: "local"}); err != nil {
-		t.Fatal(err)
-	}
+func listsArePaginated(t *testing.T, env *testenv.Env) {
 	count := func(page int64) map[string]int {
 		l := &source.Live{Targets: []source.Target{{Name: "local", Server: env.Config.Host, Config: env.Config}}, PageSize: page}
 		snap, err := l.Load(t.Context())

@@ -89,11 +89,9 @@ func (f *rancherFleet) kubeconfig(t *testing.T, token string) string {
 
 // startRancherFleet replays each example cluster into its own API server behind the log proxy
 // and mounts them all behind the stand-in.
-func startRancherFleet(t *testing.T) *rancherFleet {
+func startRancherFleet(t *testing.T, root string, servers []exampleServer) *rancherFleet {
 	t.Helper()
 	ctx := t.Context()
-	root := t.TempDir()
-	servers := startExampleServers(t, root)
 	f := &rancherFleet{standIn: testenv.NewRancherStandIn(), dir: root}
 	t.Cleanup(f.standIn.Close)
 	var local *rest.Config
@@ -162,8 +160,7 @@ type reportClusters struct {
 	} `json:"clusters"`
 }
 
-func TestRancherProxy(t *testing.T) {
-	f := startRancherFleet(t)
+func rancherProxy(t *testing.T, f *rancherFleet) {
 	ops := f.kubeconfig(t, opsToken)
 
 	offOut, offErr, offCode := run(t, "scan", "--from", example, "--now", now, "-o", "json")

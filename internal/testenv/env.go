@@ -203,7 +203,7 @@ func start(ctx context.Context, dir string, opts []Option) (*Env, error) {
 		return nil, fmt.Errorf("testenv: %w\n--- kube-apiserver and etcd output (tail) ---\n%s", err, out.String())
 	}
 	if template != "" {
-		if err := fromTemplate(cfg, crds); err != nil {
+		if err := fromTemplate(ctx, cfg, crds); err != nil {
 			_ = env.Stop()
 			return nil, fmt.Errorf("testenv: %w\n--- kube-apiserver and etcd output (tail) ---\n%s", err, out.String())
 		}

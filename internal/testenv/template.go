@@ -4,19 +4,25 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -37,6 +43,10 @@ import (
 
 const templateStamp = "complete"
 
+// templateRecipe changes whenever what makeTemplate leaves in the data changes, so that no
+// template made the old way is used.
+const templateRecipe = "2: the CRDs installed, the namespaces removed"
+
 var (
 	templateMu    sync.Mutex
 	templateReady = map[string]string{} // key → etcd data directory, made or checked by this process
@@ -45,6 +55,7 @@ var (
 // templateKey names the data a server with these binaries, CRDs and flags starts from.
 func templateKey(apiserver, etcd string, crds []*apiextensionsv1.CustomResourceDefinition, o options) (string, error) {
 	h := sha256.New()
+	fmt.Fprintln(h, templateRecipe)
 	for _, bin := range []string{apiserver, etcd} {
 		fi, err := os.Stat(bin)
 		if err != nil {
@@ -126,6 +137,18 @@ func makeTemplate(ctx context.Context, root, dir string, opts []Option) error {
 	if err != nil {
 		return fmt.Errorf("testenv: making the etcd template: %w", err)
 	}
+	// The namespaces go: every server recreates kube-system, kube-public, kube-node-lease and
+	// default on start, with UIDs of its own. (kube-system's UID is a cluster's identity: fix
+	// and restore tell clusters apart by it, and two servers from one template would be one
+	// cluster to them.)
+	if err := e.env.ControlPlane.APIServer.Stop(); err != nil {
+		_ = e.Stop()
+		return fmt.Errorf("testenv: stopping the server that made the etcd template: %w", err)
+	}
+	if err := deleteNamespaces(ctx, e.env.ControlPlane.Etcd.URL.String()); err != nil {
+		_ = e.Stop()
+		return fmt.Errorf("testenv: making the etcd template: %w", err)
+	}
 	if err := e.Stop(); err != nil {
 		return fmt.Errorf("testenv: stopping the server that made the etcd template: %w", err)
 	}
@@ -142,6 +165,41 @@ func makeTemplate(ctx context.Context, root, dir string, opts []Option) error {
 	logf("made the etcd template %s in %s", dir, time.Since(started).Round(100*time.Millisecond))
 	return nil
 }
+
+// deleteNamespaces removes the Namespace objects from etcd, through etcd's JSON gateway to its
+// v3 API (no etcd client library needed): the objects inside them stay, as the namespaces
+// will be back when the next server starts.
+func deleteNamespaces(ctx context.Context, etcdURL string) error {
+	prefix := "/registry/namespaces/"
+	body, _ := json.Marshal(map[string]string{
+		"key":       base64.StdEncoding.EncodeToString([]byte(prefix)),
+		"range_end": base64.StdEncoding.EncodeToString([]byte(prefix[:len(prefix)-1] + "0")),
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(etcdURL, "/")+"/v3/kv/deleterange", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("deleting the namespaces from etcd: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var out struct {
+		Deleted string `json:"deleted"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil {
+		return fmt.Errorf("deleting the namespaces from etcd: %s: %s", resp.Status, b)
+	}
+	if n, _ := strconv.Atoi(out.Deleted); n < len(systemNamespaces) {
+		return fmt.Errorf("deleting the namespaces from etcd: %q deleted, want the %d system namespaces", out.Deleted, len(systemNamespaces))
+	}
+	return nil
+}
+
+// systemNamespaces are the namespaces every kube-apiserver creates when they are missing.
+var systemNamespaces = []string{"default", "kube-node-lease", "kube-public", "kube-system"}
 
 // removeStaleTemplates removes templates no process has used for a week (other binaries,
 // CRDs or flags) and directories a killed process left half made.
@@ -225,12 +283,29 @@ var zeros = make([]byte, 64<<10)
 
 func isZero(b []byte) bool { return bytes.Equal(b, zeros[:len(b)]) }
 
-// fromTemplate finishes a start from a template: every CRD is in discovery. (The API
-// server's identity lease is named after the host, so the new server takes over the one the
-// template's server held, as a restarted server does.)
-func fromTemplate(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+// fromTemplate finishes a start from a template: every CRD is in discovery and the server has
+// created its system namespaces. (The API server's identity lease is named after the host, so
+// the new server takes over the one the template's server held, as a restarted server does.)
+func fromTemplate(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	if err := envtest.WaitForCRDs(cfg, crds, envtest.CRDInstallOptions{PollInterval: 50 * time.Millisecond, MaxTime: 60 * time.Second}); err != nil {
 		return fmt.Errorf("waiting for the template's CRDs to be served: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, ns := range systemNamespaces {
+		for {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("waiting for the server to create namespace %s: %w", ns, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	return nil
 }

@@ -64,6 +64,19 @@ func TestStartFromTheTemplate(t *testing.T) {
 		}
 	}
 
+	// Each is a cluster of its own: kube-system's UID, a cluster's identity, differs.
+	uids := map[string]string{}
+	for name, e := range map[string]*Env{"installed": installed, "a": a, "b": b} {
+		ns, err := kubernetes.NewForConfigOrDie(e.Config).CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := uids[string(ns.UID)]; ok {
+			t.Errorf("servers %s and %s have the same kube-system UID %s: one cluster to fix and restore", other, name, ns.UID)
+		}
+		uids[string(ns.UID)] = name
+	}
+
 	cs := kubernetes.NewForConfigOrDie(a.Config)
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "only-in-a"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
