@@ -11,10 +11,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,12 +71,7 @@ func templateKey(apiserver, etcd string, crds []*apiextensionsv1.CustomResourceD
 		}
 	}
 	for _, args := range []map[string][]string{o.args, o.etcdArgs} {
-		names := make([]string, 0, len(args))
-		for n := range args {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(args)) {
 			fmt.Fprintf(h, "--%s=%q\n", n, args[n])
 		}
 		h.Write([]byte{0})
