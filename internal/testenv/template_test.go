@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -56,10 +58,10 @@ func TestStartFromTheTemplate(t *testing.T) {
 
 	want := served(t, installed)
 	for name, e := range map[string]*Env{"a": a, "b": b} {
-		if got := served(t, e); !equalStrings(got, want) {
+		if got := served(t, e); !slices.Equal(got, want) {
 			t.Errorf("server %s from the template serves\n  %v\nwhere a server that installed the CRDs serves\n  %v", name, got, want)
 		}
-		if got, want := bootstrap(t, e), bootstrap(t, installed); !equalStrings(got, want) {
+		if got, want := bootstrap(t, e), bootstrap(t, installed); !slices.Equal(got, want) {
 			t.Errorf("server %s from the template holds\n  %v\nwhere a fresh server holds\n  %v", name, got, want)
 		}
 	}
@@ -106,7 +108,7 @@ func served(t *testing.T, e *Env) []string {
 		for _, c := range crd.Status.Conditions {
 			established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
 		}
-		out = append(out, crd.Name+" established="+boolString(established))
+		out = append(out, crd.Name+" established="+strconv.FormatBool(established))
 		for _, v := range crd.Spec.Versions {
 			if !v.Served {
 				continue
@@ -172,25 +174,6 @@ func bootstrap(t *testing.T, e *Env) []string {
 
 func runtimeConvert(u unstructured.Unstructured, into *apiextensionsv1.CustomResourceDefinition) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The copy of etcd's preallocated files keeps their bytes and leaves their zeros unallocated.

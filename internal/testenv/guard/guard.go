@@ -30,15 +30,15 @@ func init() {
 	if base != "kube-apiserver" && base != "etcd" {
 		return
 	}
-	target, err := os.ReadFile(os.Args[0] + TargetSuffix)
+	b, err := os.ReadFile(os.Args[0] + TargetSuffix)
 	if err != nil {
 		return
 	}
-	target = []byte(strings.TrimSpace(string(target)))
+	target := strings.TrimSpace(string(b))
 	if len(os.Args) == 2 && os.Args[1] == "--help" {
-		os.Exit(help(string(target)))
+		os.Exit(help(target))
 	}
-	os.Exit(run(string(target), os.Args[1:]))
+	os.Exit(run(target, os.Args[1:]))
 }
 
 // help answers `--help`, which envtest runs on every start to look for a flag in the output
