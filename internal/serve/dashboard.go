@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
 //go:embed dashboard.html
@@ -144,7 +145,38 @@ func (s *Server) page() dashPage {
 		return a.Name < b.Name
 	})
 	p.Errors = rep.Errors
+	p.clean()
 	return p
+}
+
+// clean strips what a terminal or a browser's copy buffer could act on from every text the
+// page shows: names, summaries and errors come from cluster objects, and html/template
+// escapes markup but passes an ESC or an OSC 52 sequence through as it is.
+func (p *dashPage) clean() {
+	line := textsafe.Line
+	for i := range p.Incidents {
+		d := &p.Incidents[i]
+		d.ID, d.Cluster, d.Summary, d.Object, d.Explain = line(d.ID), line(d.Cluster), line(d.Summary), line(d.Object), line(d.Explain)
+	}
+	for i := range p.Clusters {
+		c := &p.Clusters[i]
+		c.Name, c.Role, c.Agent, c.Heartbeat = line(c.Name), line(c.Role), line(c.Agent), line(c.Heartbeat)
+		c.Pending, c.Plans = cleanLines(c.Pending), cleanLines(c.Plans)
+	}
+	errs := make([]finding.ScanError, len(p.Errors))
+	for i, e := range p.Errors {
+		e.Cluster, e.Check, e.File, e.Message = line(e.Cluster), line(e.Check), line(e.File), line(e.Message)
+		errs[i] = e
+	}
+	p.Errors = errs
+}
+
+func cleanLines(in []string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = textsafe.Line(s)
+	}
+	return out
 }
 
 // human prints a duration the way an operator says it: 3d4h, 2h5m, 40s.

@@ -50,7 +50,9 @@ type Options struct {
 	Rediscover func(context.Context) ([]source.Target, error)
 	Refresh    time.Duration
 	// Notify receives one line per change of the watched clusters; nil: logged at info.
-	Notify  func(line string)
+	Notify func(line string)
+	// Auth, when set, guards the dashboard, /api/v1/findings and /metrics (NewAuth).
+	Auth    *Auth
 	Log     *slog.Logger
 	Version string
 }
