@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/unstick-dev/unstick/internal/plural"
@@ -39,6 +40,10 @@ type serveOptions struct {
 	clusterName string
 	kubeUsed    bool
 	refreshSet  bool
+	// authn is auto, on or off: whether tokens are reviewed before the dashboard, the
+	// findings and the metrics are served (auto: on in a pod).
+	authn    string
+	maxConns int
 }
 
 func newServeCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -60,6 +65,14 @@ Endpoints on --listen:
                     unstick_node_cordoned_seconds, scan duration and errors, build info
   /healthz          200 while the process runs
   /readyz           200 once every cache has synced and the first evaluation is done
+
+In a pod (--authn=auto, the default, or --authn=on anywhere), the dashboard, /api/v1/findings and
+/metrics answer only requests with a bearer token that the cluster accepts (TokenReview) and
+whose user may get that path as a non-resource URL (SubjectAccessReview): bind Prometheus to a
+ClusterRole with nonResourceURLs ["/metrics"] and verbs [get]. serve's own ServiceAccount needs
+the ClusterRole system:auth-delegator. /healthz and /readyz stay open. Listening on a loopback
+address, serve answers only requests addressed to localhost, 127.0.0.1 or [::1] (a web page
+cannot reach it by rebinding its own name).
 
 With --rancher or --rancher-url, Rancher's cluster list is read again every --rancher-refresh:
 a cluster added to Rancher is watched from then on, one deleted from it stops being watched and
@@ -106,8 +119,11 @@ the Helm chart sets it from the memory limit).`,
 	f.DurationVar(&o.rancherRefresh, "rancher-refresh", time.Minute, "with --rancher or --rancher-url: list Rancher's clusters again this often, watching new ones and dropping deleted ones (0: only at start)")
 	o.judge.addFlags(f, "", "")
 	f.StringVar(&o.clusterName, "cluster-name", "in-cluster", "in a pod without a kubeconfig: the name of this cluster in metrics and reports")
+	f.StringVar(&o.authn, "authn", "auto", "auto, on or off: require a Kubernetes bearer token allowed to get the path (TokenReview and SubjectAccessReview) for the dashboard, /api/v1/findings and /metrics; auto: on in a pod")
+	f.IntVar(&o.maxConns, "max-connections", serve.DefaultLimits().MaxConns, "serve at most this many connections at once; more wait until one closes")
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
+	_ = cmd.RegisterFlagCompletionFunc("authn", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -120,6 +136,12 @@ func (o *serveOptions) complete() error {
 	}
 	if o.refreshSet && !o.kube.rancher.on && o.kube.rancher.url == "" {
 		return usageErrorf("--rancher-refresh is how often Rancher's cluster list is read again: it takes --rancher or --rancher-url")
+	}
+	if o.authn != "auto" && o.authn != "on" && o.authn != "off" {
+		return usageErrorf("--authn %q: want auto, on or off", o.authn)
+	}
+	if o.maxConns < 1 {
+		return usageErrorf("--max-connections must be at least 1")
 	}
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return usageErrorf("--listen %q: %v", o.listen, err)
@@ -159,20 +181,29 @@ func (o *serveOptions) run(ctx context.Context) error {
 		opts.Rediscover, opts.Refresh = o.kube.targets, o.rancherRefresh
 		opts.Notify = func(line string) { fmt.Fprintln(o.s.ErrOut, line) }
 	}
+	if opts.Auth, err = o.auth(targets, os.Getenv); err != nil {
+		return err
+	}
 	srv, err := serve.New(opts)
 	if err != nil {
 		return err
 	}
+	limits := serve.DefaultLimits()
+	limits.MaxConns = o.maxConns
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := serve.NewHTTPServer(serve.LoopbackHostsOnly(srv.Handler(), ln.Addr()), limits)
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- hs.Serve(ln) }()
-	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/\n", o.g.displayName, plural.Of(len(targets), "cluster"), ln.Addr())
+	go func() { httpErr <- hs.Serve(serve.LimitListener(ln, limits)) }()
+	guarded := ""
+	if opts.Auth != nil {
+		guarded = " (bearer token required, --authn)"
+	}
+	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/%s\n", o.g.displayName, plural.Of(len(targets), "cluster"), ln.Addr(), guarded)
 	runErr := make(chan error, 1)
 	go func() { runErr <- srv.Run(ctx) }()
 	select {
@@ -188,4 +219,27 @@ func (o *serveOptions) run(ctx context.Context) error {
 	defer scancel()
 	_ = hs.Shutdown(sctx)
 	return err
+}
+
+// auth is the token guard --authn asks for, or nil. In a pod the tokens are reviewed by the
+// pod's own cluster, whose ServiceAccount tokens a Prometheus beside it sends; with --authn=on
+// outside a pod, by the first watched cluster.
+func (o *serveOptions) auth(targets []source.Target, getenv func(string) string) (*serve.Auth, error) {
+	inPod := getenv("KUBERNETES_SERVICE_HOST") != ""
+	if o.authn == "off" || (o.authn == "auto" && !inPod) {
+		return nil, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	switch {
+	case err == nil:
+	case o.authn == "on" && len(targets) > 0:
+		cfg = targets[0].Config
+	default:
+		return nil, fmt.Errorf("--authn=%s: in a pod, but the pod's ServiceAccount token cannot be read to review requests (%w); mount it (automountServiceAccountToken), or pass --authn=off to serve without authentication", o.authn, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--authn: %w", err)
+	}
+	return serve.NewAuth(kube, o.g.log), nil
 }
