@@ -37,7 +37,7 @@ func TestFleetBundle(t *testing.T) {
 	base := fleetValues(t, fy.Helm)
 	env := testenv.Start(t)
 	objs := render(t, fy.DefaultNamespace, base)
-	if got := kinds(objs); len(got) != 5 {
+	if got := kinds(objs); len(got) != chartObjects {
 		t.Errorf("plain cluster: %v", got)
 	}
 	dryRunApply(t, env, fy.DefaultNamespace, objs)

@@ -21,7 +21,10 @@ const plainHeader = `# unstick serve as plain manifests, for clusters without He
 #   kubectl apply -f deploy/serve/unstick-serve.yaml
 # Rendered from deploy/chart/unstick with its default values into namespace cattle-system
 # (go test ./internal/deploytest -run PlainManifest -update); edit the chart, not this file.
-# Set --cluster-name in the Deployment to this cluster's name.
+# Set --cluster-name in the Deployment to this cluster's name. serve answers only tokens
+# allowed by ClusterRole unstick-metrics-reader (/metrics) or unstick-reader (everything):
+# bind the ServiceAccount of the Prometheus that scrapes it, and admit that Prometheus's
+# namespace in the NetworkPolicy if it is neither monitoring nor cattle-monitoring-system.
 `
 
 // The plain-manifest install is the chart's rendering, and a real API server accepts it.
@@ -39,7 +42,7 @@ func TestPlainManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var docs []string
-	for _, n := range []string{"serviceaccount.yaml", "rbac.yaml", "deployment.yaml", "service.yaml"} {
+	for _, n := range []string{"serviceaccount.yaml", "rbac.yaml", "auth.yaml", "deployment.yaml", "service.yaml", "networkpolicy.yaml"} {
 		docs = append(docs, strings.TrimSpace(files["unstick/templates/"+n]))
 	}
 	want := plainHeader + "---\n" + strings.Join(docs, "\n---\n") + "\n"
@@ -59,7 +62,7 @@ func TestPlainManifest(t *testing.T) {
 		t.Fatalf("%s is not the chart's rendering: run go test ./internal/deploytest -run PlainManifest -update", plainFile)
 	}
 	env := testenv.Start(t)
-	if applied := dryRunApply(t, env, "cattle-system", render(t, "cattle-system", nil)); len(applied) != 5 {
+	if applied := dryRunApply(t, env, "cattle-system", render(t, "cattle-system", nil)); len(applied) != chartObjects {
 		t.Errorf("applied %v", applied)
 	}
 }

@@ -22,3 +22,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "unstick.serviceAccountName" -}}
 {{- default (include "unstick.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
+
+{{/* serve --authn from auth.mode; YAML reads an unquoted on/off as true/false. */}}
+{{- define "unstick.authn" -}}
+{{- $mode := toString .Values.auth.mode -}}
+{{- if eq $mode "true" }}on{{ else if eq $mode "false" }}off{{ else }}{{ $mode }}{{ end -}}
+{{- end -}}
