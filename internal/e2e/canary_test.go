@@ -1019,7 +1019,9 @@ func runServe(t *testing.T, args ...string) (string, *syncBuffer) {
 	errOut := &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- runServeCLI(ctx, errOut, append([]string{"serve", "--listen", addr, "--debounce", "100ms"}, args...))
+		// --authn=off: the tests read serve without a token even when they run in a pod;
+		// args can turn it on.
+		done <- runServeCLI(ctx, errOut, append([]string{"serve", "--listen", addr, "--debounce", "100ms", "--authn", "off"}, args...))
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -140,6 +140,8 @@ func TestServeRBACScanRoleIsEnough(t *testing.T) {
 		}
 	})
 
+	t.Run("serve --authn=on", func(t *testing.T) { serveAuthnOn(t, admin, saCfg, kubeconfig) })
+
 	t.Run("serve without secrets", func(t *testing.T) {
 		// serve does not wait forever on a list the server refuses: it reports the missing
 		// permission, as scan does, and goes ready.
