@@ -150,16 +150,9 @@ func (o *serveOptions) complete() error {
 }
 
 func (o *serveOptions) run(ctx context.Context) error {
-	targets, err := o.kube.targets(ctx)
+	targets, err := o.targets(ctx)
 	if err != nil {
-		// In a pod (the Helm chart, the Fleet bundle) there is no kubeconfig: the pod's
-		// ServiceAccount reads its own cluster.
-		cfg, ierr := rest.InClusterConfig()
-		var ue *UsageError
-		if ierr != nil || o.kubeUsed || errors.As(err, &ue) {
-			return err
-		}
-		targets = []source.Target{{Name: o.clusterName, Server: cfg.Host, Config: cfg}}
+		return err
 	}
 	// serve holds its caches for as long as it runs and allocates little between
 	// evaluations: a tighter garbage-collection target keeps its resident memory closer to
@@ -169,41 +162,20 @@ func (o *serveOptions) run(ctx context.Context) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(serveGCPercent)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	opts := serve.Options{
-		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
-		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
-	}
-	if o.kube.rancher.on || o.kube.rancher.url != "" {
-		// The same discovery as at start; each change of the list is one line on stderr,
-		// as the start line is: an operator running serve for weeks wants to see them.
-		opts.Rediscover, opts.Refresh = o.kube.targets, o.rancherRefresh
-		opts.Notify = func(line string) { fmt.Fprintln(o.s.ErrOut, line) }
-	}
-	if opts.Auth, err = o.auth(targets, os.Getenv); err != nil {
+	opts, err := o.serveOptions(targets)
+	if err != nil {
 		return err
 	}
 	srv, err := serve.New(opts)
 	if err != nil {
 		return err
 	}
-	limits := serve.DefaultLimits()
-	limits.MaxConns = o.maxConns
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hs := serve.NewHTTPServer(serve.LoopbackHostsOnly(srv.Handler(), ln.Addr()), limits)
-	httpErr := make(chan error, 1)
-	go func() { httpErr <- hs.Serve(serve.LimitListener(ln, limits)) }()
-	guarded := ""
-	if opts.Auth != nil {
-		guarded = " (bearer token required, --authn)"
+	hs, httpErr, err := o.startHTTP(srv.Handler(), len(targets), opts.Auth != nil)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/%s\n", o.g.displayName, plural.Of(len(targets), "cluster"), ln.Addr(), guarded)
 	runErr := make(chan error, 1)
 	go func() { runErr <- srv.Run(ctx) }()
 	select {
@@ -219,6 +191,59 @@ func (o *serveOptions) run(ctx context.Context) error {
 	defer scancel()
 	_ = hs.Shutdown(sctx)
 	return err
+}
+
+// targets are the clusters of the kube flags; in a pod without a kubeconfig (the Helm chart,
+// the Fleet bundle), the pod's own cluster read with its ServiceAccount.
+func (o *serveOptions) targets(ctx context.Context) ([]source.Target, error) {
+	targets, err := o.kube.targets(ctx)
+	if err == nil {
+		return targets, nil
+	}
+	cfg, ierr := rest.InClusterConfig()
+	var ue *UsageError
+	if ierr != nil || o.kubeUsed || errors.As(err, &ue) {
+		return nil, err
+	}
+	return []source.Target{{Name: o.clusterName, Server: cfg.Host, Config: cfg}}, nil
+}
+
+func (o *serveOptions) serveOptions(targets []source.Target) (serve.Options, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts := serve.Options{
+		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
+		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
+	}
+	if o.kube.rancher.on || o.kube.rancher.url != "" {
+		// The same discovery as at start; each change of the list is one line on stderr,
+		// as the start line is: an operator running serve for weeks wants to see them.
+		opts.Rediscover, opts.Refresh = o.kube.targets, o.rancherRefresh
+		opts.Notify = func(line string) { fmt.Fprintln(o.s.ErrOut, line) }
+	}
+	var err error
+	opts.Auth, err = o.auth(targets, os.Getenv)
+	return opts, err
+}
+
+// startHTTP serves h on --listen with serve's limits (timeouts, header size, connections)
+// and, on a loopback address, its Host check, and says where on stderr.
+func (o *serveOptions) startHTTP(h http.Handler, clusters int, guarded bool) (*http.Server, <-chan error, error) {
+	limits := serve.DefaultLimits()
+	limits.MaxConns = o.maxConns
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--listen: %w", err)
+	}
+	hs := serve.NewHTTPServer(serve.LoopbackHostsOnly(h, ln.Addr()), limits)
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- hs.Serve(serve.LimitListener(ln, limits)) }()
+	note := ""
+	if guarded {
+		note = " (bearer token required, --authn)"
+	}
+	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/%s\n", o.g.displayName, plural.Of(clusters, "cluster"), ln.Addr(), note)
+	return hs, httpErr, nil
 }
 
 // auth is the token guard --authn asks for, or nil. In a pod the tokens are reviewed by the
