@@ -40,7 +40,7 @@ type Auth struct {
 const (
 	allowTTL       = time.Minute
 	denyTTL        = 10 * time.Second
-	maxCachedCalls = 4096
+	maxDecisions = 4096
 	// maxTokenBytes bounds what is sent for review: service-account tokens are about 1 KiB,
 	// OIDC tokens a few.
 	maxTokenBytes = 16 << 10
@@ -53,7 +53,7 @@ func NewAuth(kube kubernetes.Interface, log *slog.Logger) *Auth {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Auth{kube: kube, log: log, cache: newDecisionCache(maxCachedCalls, time.Now)}
+	return &Auth{kube: kube, log: log, cache: newDecisionCache(maxDecisions, time.Now)}
 }
 
 // Protect answers a request to path only when its token's user may get path.
