@@ -66,13 +66,13 @@ Endpoints on --listen:
   /healthz          200 while the process runs
   /readyz           200 once every cache has synced and the first evaluation is done
 
-In a pod (--authn=auto, the default, or --authn=on anywhere), the dashboard, /api/v1/findings and
-/metrics answer only requests with a bearer token that the cluster accepts (TokenReview) and
-whose user may get that path as a non-resource URL (SubjectAccessReview): bind Prometheus to a
-ClusterRole with nonResourceURLs ["/metrics"] and verbs [get]. serve's own ServiceAccount needs
-the ClusterRole system:auth-delegator. /healthz and /readyz stay open. Listening on a loopback
-address, serve answers only requests addressed to localhost, 127.0.0.1 or [::1] (a web page
-cannot reach it by rebinding its own name).
+In a pod (--authn=auto, the default, or --authn=on anywhere), the dashboard, /api/v1/findings
+and /metrics answer only requests with a bearer token that the cluster accepts (TokenReview)
+and whose user may get the path under /unstick as a non-resource URL (SubjectAccessReview):
+bind Prometheus to a ClusterRole with nonResourceURLs ["/unstick/metrics"] and verbs [get].
+serve's own ServiceAccount needs the ClusterRole system:auth-delegator. /healthz and /readyz
+stay open. Listening on a loopback address, serve answers only requests addressed to
+localhost, 127.0.0.1 or [::1] (a web page cannot reach it by rebinding its own name).
 
 With --rancher or --rancher-url, Rancher's cluster list is read again every --rancher-refresh:
 a cluster added to Rancher is watched from then on, one deleted from it stops being watched and
@@ -119,7 +119,7 @@ the Helm chart sets it from the memory limit).`,
 	f.DurationVar(&o.rancherRefresh, "rancher-refresh", time.Minute, "with --rancher or --rancher-url: list Rancher's clusters again this often, watching new ones and dropping deleted ones (0: only at start)")
 	o.judge.addFlags(f, "", "")
 	f.StringVar(&o.clusterName, "cluster-name", "in-cluster", "in a pod without a kubeconfig: the name of this cluster in metrics and reports")
-	f.StringVar(&o.authn, "authn", "auto", "auto, on or off: require a Kubernetes bearer token allowed to get the path (TokenReview and SubjectAccessReview) for the dashboard, /api/v1/findings and /metrics; auto: on in a pod")
+	f.StringVar(&o.authn, "authn", "auto", "auto, on or off: require a Kubernetes bearer token allowed to get the path under /unstick (TokenReview and SubjectAccessReview) for the dashboard, /api/v1/findings and /metrics; auto: on in a pod")
 	f.IntVar(&o.maxConns, "max-connections", serve.DefaultLimits().MaxConns, "serve at most this many connections at once; more wait until one closes")
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)

@@ -34,8 +34,8 @@ func TestChartGuardsServe(t *testing.T) {
 		t.Errorf("auth-delegator subjects %v, want serve's ServiceAccount", subj)
 	}
 	for name, want := range map[string][]any{
-		"unstick-reader":         {serve.PathDashboard, serve.PathFindings, serve.PathMetrics},
-		"unstick-metrics-reader": {serve.PathMetrics},
+		"unstick-reader":         {serve.AuthzURL(serve.PathDashboard), serve.AuthzURL(serve.PathFindings), serve.AuthzURL(serve.PathMetrics)},
+		"unstick-metrics-reader": {serve.AuthzURL(serve.PathMetrics)},
 	} {
 		role := findNamed(objs, "ClusterRole", name)
 		if role == nil {

@@ -26,13 +26,13 @@ import (
 func serveAuthnOn(t *testing.T, admin kubernetes.Interface, saCfg *rest.Config, kubeconfig string) {
 	createBinding(t, admin, "unstick-auth-delegator", "system:auth-delegator", "cattle-system", "unstick")
 	if _, err := admin.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "unstick-reader"},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/", "/api/v1/findings", "/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/unstick/", "/unstick/api/v1/findings", "/unstick/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	createBinding(t, admin, "oncall-unstick-reader", "unstick-reader", "cattle-system", "oncall")
 	oncall, tenant := saToken(t, admin, "cattle-system", "oncall"), saToken(t, admin, "cattle-system", "tenant")
 	waitAllowed(t, saCfg, authorizationv1.ResourceAttributes{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"})
-	waitNonResource(t, admin, "system:serviceaccount:cattle-system:oncall", "/api/v1/findings")
+	waitNonResource(t, admin, "system:serviceaccount:cattle-system:oncall", "/unstick/api/v1/findings")
 
 	addr, stderr := runServe(t, "--kubeconfig", kubeconfig, "--authn", "on")
 	if !strings.Contains(stderr.String(), "bearer token required") {

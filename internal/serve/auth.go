@@ -15,19 +15,27 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// The non-resource URLs a client must be allowed to `get` (a ClusterRole's nonResourceURLs)
-// to read serve's endpoints when authentication is on. /healthz and /readyz stay open for
-// the kubelet's probes.
+// The endpoints a token must be allowed to read when authentication is on. /healthz and
+// /readyz stay open for the kubelet's probes.
 const (
 	PathDashboard = "/"
 	PathFindings  = "/api/v1/findings"
 	PathMetrics   = "/metrics"
 )
 
+// AuthzPrefix is put before an endpoint's path to make the non-resource URL a
+// SubjectAccessReview asks about: /unstick/metrics, /unstick/api/v1/findings, /unstick/ for
+// the dashboard. The paths themselves would collide with the API server's: the built-in
+// ClusterRole system:discovery lets every authenticated user get /api/*, so checking
+// /api/v1/findings as it is would admit any token the cluster accepts.
+const AuthzPrefix = "/unstick"
+
+// AuthzURL is the non-resource URL a client must be allowed to get to read path.
+func AuthzURL(path string) string { return AuthzPrefix + path }
+
 // Auth puts Kubernetes authentication and authorisation in front of serve's endpoints, as
 // kube-rbac-proxy does: the bearer token of each request is checked with a TokenReview, and
-// its user with a SubjectAccessReview for verb get on the request's path as a non-resource
-// URL. Decisions are cached briefly, keyed by a hash of the token and the path, so a
+// its user with a SubjectAccessReview for verb get on the non-resource URL AuthzURL(path). Decisions are cached briefly, keyed by a hash of the token and the path, so a
 // Prometheus scraping every 30s costs two API calls a minute at most.
 type Auth struct {
 	kube  kubernetes.Interface
@@ -56,7 +64,7 @@ func NewAuth(kube kubernetes.Interface, log *slog.Logger) *Auth {
 	return &Auth{kube: kube, log: log, cache: newDecisionCache(maxDecisions, time.Now)}
 }
 
-// Protect answers a request to path only when its token's user may get path.
+// Protect answers a request to path only when its token's user may get AuthzURL(path).
 func (a *Auth) Protect(path string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
@@ -76,7 +84,7 @@ func (a *Auth) Protect(path string, h http.Handler) http.Handler {
 		case http.StatusUnauthorized:
 			unauthorized(w)
 		default:
-			http.Error(w, fmt.Sprintf("forbidden: %s may not get %s (a ClusterRole with nonResourceURLs [%q] and verb get is needed)", d.user, path, path), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("forbidden: %s may not get %s (a ClusterRole with nonResourceURLs [%q] and verb get is needed)", d.user, path, AuthzURL(path)), http.StatusForbidden)
 		}
 	})
 }
@@ -148,7 +156,7 @@ func (a *Auth) review(ctx context.Context, token, path string) (decision, error)
 	sar, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra,
-			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: "get"},
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: AuthzURL(path), Verb: "get"},
 		}}, metav1.CreateOptions{})
 	if err != nil {
 		return decision{}, fmt.Errorf("SubjectAccessReview: %w", err)

@@ -23,16 +23,17 @@ import (
 )
 
 // In a pod, serve answers only tokens the cluster vouches for (TokenReview) whose user may
-// get the path as a non-resource URL (SubjectAccessReview), as kube-rbac-proxy does: a
-// Prometheus bound to a role with nonResourceURLs [/metrics] scrapes, an on-call engineer
-// bound to all three paths reads the findings and the dashboard, any other pod's token is
-// refused. Real ServiceAccount tokens (TokenRequest) against a real API server.
+// get the endpoint as a non-resource URL under /unstick (SubjectAccessReview), as
+// kube-rbac-proxy does: a Prometheus bound to a role with nonResourceURLs [/unstick/metrics]
+// scrapes, an on-call engineer bound to all three reads the findings and the dashboard, any
+// other pod's token is refused, although the built-in system:discovery role lets it get
+// /api/*. Real ServiceAccount tokens (TokenRequest) against a real API server.
 func TestServeAuthAgainstAPIServer(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	readerRole(t, admin, "unstick-metrics", PathMetrics)
-	readerRole(t, admin, "unstick-reader", PathDashboard, PathFindings, PathMetrics)
+	readerRole(t, admin, "unstick-metrics", "/unstick/metrics")
+	readerRole(t, admin, "unstick-reader", "/unstick/", "/unstick/api/v1/findings", "/unstick/metrics")
 	bind(t, admin, "unstick-auth-delegator", "system:auth-delegator", "cattle-system", "unstick")
 	bind(t, admin, "prometheus-unstick-metrics", "unstick-metrics", "monitoring", "prometheus-k8s")
 	bind(t, admin, "oncall-unstick-reader", "unstick-reader", "ops", "oncall")
@@ -45,7 +46,7 @@ func TestServeAuthAgainstAPIServer(t *testing.T) {
 		token[who] = cfg.BearerToken
 	}
 	serveCfg, reviews := countReviews(saConfig(env, token["unstick"]))
-	srv := startGuarded(t, env, kubernetes.NewForConfigOrDie(serveCfg))
+	srv := startGuarded(t, env, kubernetes.NewForConfigOrDie(serveCfg), true)
 	waitOpen(t, srv.URL+"/readyz")
 
 	t.Run("health endpoints stay open", func(t *testing.T) {
@@ -98,7 +99,7 @@ func TestServeAuthAgainstAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("serve without system:auth-delegator answers 503, never the data", func(t *testing.T) {
-		unbound := startGuarded(t, env, kubernetes.NewForConfigOrDie(saConfig(env, token["default"])))
+		unbound := startGuarded(t, env, kubernetes.NewForConfigOrDie(saConfig(env, token["default"])), false)
 		if code, body := get(t, unbound.URL+PathMetrics, token["prometheus-k8s"]); code != http.StatusServiceUnavailable {
 			t.Errorf("/metrics through a serve that may not review tokens: %d %q", code, firstLine(body))
 		}
@@ -148,9 +149,9 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// startGuarded runs serve on env's cluster (read as the administrator) with its endpoints
-// guarded by reviews through kube.
-func startGuarded(t *testing.T, env *testenv.Env, kube kubernetes.Interface) *httptest.Server {
+// startGuarded serves env's cluster (read as the administrator) with its endpoints guarded
+// by reviews through kube; run: watch it too (else the handlers answer without a report).
+func startGuarded(t *testing.T, env *testenv.Env, kube kubernetes.Interface, run bool) *httptest.Server {
 	t.Helper()
 	cat, err := catalog.Load()
 	if err != nil {
@@ -162,12 +163,15 @@ func startGuarded(t *testing.T, env *testenv.Env, kube kubernetes.Interface) *ht
 	if err != nil {
 		t.Fatal(err)
 	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	if !run {
+		return hs
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
-		hs.Close()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
