@@ -46,8 +46,8 @@ type Auth struct {
 // Decisions are remembered this long: an allowed scrape for a minute, a refusal for ten
 // seconds, so a role granted is seen quickly and a revoked one within a minute.
 const (
-	allowTTL       = time.Minute
-	denyTTL        = 10 * time.Second
+	allowTTL     = time.Minute
+	denyTTL      = 10 * time.Second
 	maxDecisions = 4096
 	// maxTokenBytes bounds what is sent for review: service-account tokens are about 1 KiB,
 	// OIDC tokens a few.
