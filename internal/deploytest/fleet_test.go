@@ -48,6 +48,9 @@ func TestFleetBundle(t *testing.T) {
 		if tc.Name == "prometheus-operator" && (find(objs, "ServiceMonitor") == nil || find(objs, "PrometheusRule") == nil) {
 			t.Errorf("target %s gets no ServiceMonitor and PrometheusRule", tc.Name)
 		}
+		if tc.Name == "prometheus-operator" && findNamed(objs, "ClusterRoleBinding", "unstick-metrics-reader") == nil {
+			t.Errorf("target %s: its Prometheus is not bound to read serve's metrics", tc.Name)
+		}
 	}
 }
 
