@@ -17,9 +17,13 @@ const esc = 0x1b
 // overrides that make text read differently from what it is. Invalid UTF-8 becomes U+FFFD.
 func Text(s string) string { return clean(s, true) }
 
-// Line is Text for a value printed on one line (a name, a file, a source): newlines and
-// tabs become spaces too.
+// Line is Text for a value printed on one line (a name, a file, a message quoted in a
+// report): each line break (LF, CR, CRLF, U+2028, U+2029) shows as ⏎ and tabs become spaces, so that text
+// from the input cannot start a line of its own and pass for the report's own structure.
 func Line(s string) string { return clean(s, false) }
+
+// LineBreak is what Line shows for a line break.
+const LineBreak = "⏎"
 
 // Safe reports whether s would pass Text unchanged.
 func Safe(s string) bool { return !needsCleaning(s, true) }
@@ -57,7 +61,11 @@ func clean(s string, keepNL bool) string {
 			// The 8-bit forms of CSI, OSC, DCS, SOS, PM and APC: drop the whole sequence.
 			i += n + sequenceBody(s[i+n:], r == 0x9b)
 			continue
-		case !keepNL && (r == '\n' || r == '\t' || r == '\r'):
+		case !keepNL && r == '\r' && strings.HasPrefix(s[i+n:], "\n"):
+			// CRLF is one line break: the LF shows it.
+		case !keepNL && (r == '\n' || r == '\r' || r == 0x2028 || r == 0x2029):
+			b.WriteString(LineBreak)
+		case !keepNL && r == '\t':
 			b.WriteByte(' ')
 		case unsafeRune(r, keepNL):
 		default:
@@ -70,7 +78,7 @@ func clean(s string, keepNL bool) string {
 
 func unsafeRune(r rune, keepNL bool) bool {
 	switch {
-	case r == '\n' || r == '\t':
+	case r == '\n' || r == '\t', r == 0x2028 || r == 0x2029: // U+2028/9 separate lines and paragraphs
 		return !keepNL
 	case r < 0x20 || r == 0x7f:
 		return true
