@@ -10,6 +10,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
 	"github.com/unstick-dev/unstick/internal/plural"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -261,7 +262,8 @@ func metaObject(cluster, apiVersion, kind string, m identified) Object {
 }
 
 // rung finds the catalogue rung of f's ladder (as the finding carries it, user overrides
-// included) that does what match recognises in its commands. The ladder decides whether an
+// included) that does what match recognises in its commands. A command withheld because a
+// value in it failed its rule offers nothing: unstick does not act where it would not print. The ladder decides whether an
 // action is offered for a finding at all, and at what risk.
 func rung(f finding.Finding, name string, match func(cmd string) bool) (finding.Step, Risk, bool) {
 	for _, r := range f.Remediation {
@@ -269,7 +271,7 @@ func rung(f finding.Finding, name string, match func(cmd string) bool) (finding.
 			continue
 		}
 		for _, c := range r.Commands {
-			if match(c) {
+			if !shellcmd.IsWithheld(c) && match(c) {
 				risk, err := ParseRisk(r.Risk)
 				if err != nil {
 					risk = High // an unknown risk is treated as the highest
