@@ -335,9 +335,9 @@ func (pl *planner) patchImageStep(c *snapshot.Cluster, p *suc.Plan, obj Object, 
 			from = p.Spec.Prepare.Image
 		}
 	}
-	shown := to
+	shown, image := to, shellcmd.Value(shellcmd.Image, "image", to)
 	if shown == "" {
-		shown = "<verified-image>"
+		shown, image = "<verified-image>", shellcmd.Placeholder("verified-image")
 	}
 	s := Step{
 		ID:           stepID(PatchPlanImage, c.Name, p.Namespace, p.Name, string(p.UID), stage, to),
@@ -353,7 +353,7 @@ func (pl *planner) patchImageStep(c *snapshot.Cluster, p *suc.Plan, obj Object, 
 		Precondition: fmt.Sprintf("Plan %s/%s unchanged since planning (resourceVersion %s)", p.Namespace, p.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("the Plan's spec.%s.image reads %s", stage, shown),
 		Commands: []string{shellcmd.Sprintf(`%s -n %s patch plans.upgrade.cattle.io %s --type merge -p '{"spec":{"%s":{"image":"%s"}}}'`,
-			kubectl(c), namespaceArg(p.Namespace), nameArg(p.Name), shellcmd.Value(shellcmd.DNSLabel, "stage", stage), shellcmd.Value(shellcmd.Image, "image", shown))},
+			kubectl(c), namespaceArg(p.Namespace), nameArg(p.Name), shellcmd.Value(shellcmd.DNSLabel, "stage", stage), image)},
 		Notes: []string{"The Plan's hash leaves images out: nodes labelled done for it are not run again, hence the steps that follow it (system-upgrade-controller v0.20.1 replaces an unfinished Job itself when the image changes; the Job step then finds it gone and writes nothing)."},
 		Image: &ImageChange{Stage: stage, From: from, To: to, Verified: verdict},
 	}

@@ -8,6 +8,7 @@ package shellcmd
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/textsafe"
@@ -65,6 +66,18 @@ type Arg struct {
 // Value is v as a value of kind k; what names it in the message when it fails ("release
 // name"); empty means the kind's own name.
 func Value(k Kind, what, v string) Arg { return Arg{kind: k, what: what, value: v} }
+
+// placeholderName is how a placeholder a person fills in is named: <verified-image>.
+var placeholderName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// Placeholder is <name>, printed as it is for the person to fill in (the step says what it
+// stands for).
+func Placeholder(name string) Arg {
+	if !placeholderName.MatchString(name) {
+		return Arg{err: &Invalid{What: "placeholder", Kind: Word, Value: name, Reason: "want lower-case letters, digits and '-'"}}
+	}
+	return Arg{text: "<" + name + ">"}
+}
 
 // Int is a non-negative number.
 func Int[T int | int64](n T) Arg { return Arg{kind: Integer, value: IntString(int64(n))} }
