@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,7 @@ func TestInjectedReleaseYieldsNoRunnableCommand(t *testing.T) {
 	for what, out := range outputs {
 		checkNoRunnableInjection(t, what, out)
 	}
+	checkFixPlansNothing(t, outputs["fix -o json"])
 	checkWithheldWithReason(t, outputs["scan -o json"])
 	for _, what := range []string{"scan -o table", "scan -o markdown"} {
 		checkForgedAdviceOnOneLine(t, what, outputs[what])
@@ -131,21 +133,75 @@ func (r helmRecord) secretObject(t *testing.T) *corev1.Secret {
 	}
 }
 
-// checkNoRunnableInjection fails on any line or JSON string that is a kubectl or helm
-// command carrying an injected value; a withheld line (a shell comment) may quote it.
+// printedCommands are the commands an output prints, found where each format puts them:
+// the table's "$ " lines under a next safe step, Markdown's sh blocks, the fix plan's
+// kubectl:/helm:/command: lines, and every "commands" list of a JSON document.
+func printedCommands(t *testing.T, what, out string) []string {
+	t.Helper()
+	var re *regexp.Regexp
+	switch what {
+	case "scan -o table":
+		re = regexp.MustCompile(`(?m)^        \$ (.*)$`)
+	case "fix -o table":
+		re = regexp.MustCompile(`(?m)^     (?:kubectl|helm|command): +(.*)$`)
+	case "scan -o markdown":
+		var out2 []string
+		for _, c := range markdownCommands(out) {
+			out2 = append(out2, c.cmd)
+		}
+		return out2
+	default:
+		return jsonCommandLists(t, what, out)
+	}
+	var cmds []string
+	for _, m := range re.FindAllStringSubmatch(out, -1) {
+		cmds = append(cmds, m[1])
+	}
+	return cmds
+}
+
+// checkNoRunnableInjection fails on a printed command that carries an injected value, and
+// on any line of the output that a shell would read as a kubectl or helm command with one.
 func checkNoRunnableInjection(t *testing.T, what, out string) {
 	t.Helper()
-	texts := strings.Split(out, "\n")
-	if strings.HasPrefix(what, "scan -o json") || strings.HasPrefix(what, "fix -o json") {
-		texts = jsonStrings(t, what, out)
+	cmds := printedCommands(t, what, out)
+	if len(cmds) == 0 && strings.HasPrefix(what, "scan") {
+		t.Errorf("%s: no command found: the check would pass on anything", what)
 	}
-	for _, s := range texts {
-		if !strings.Contains(s, "evil.example.com") || strings.Contains(s, "# command withheld: ") {
-			continue
+	for _, c := range cmds {
+		if strings.Contains(c, "evil.example.com") && !strings.HasPrefix(c, "# command withheld: ") {
+			t.Errorf("%s: a command carries an injected value: %q", what, c)
 		}
-		if strings.Contains(s, "helm ") || strings.Contains(s, "kubectl ") {
-			t.Errorf("%s: a command carries an injected value: %q", what, s)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimLeft(strings.TrimSpace(l), "$ ")
+		if (strings.HasPrefix(l, "helm ") || strings.HasPrefix(l, "kubectl ")) && strings.Contains(l, "evil.example.com") {
+			t.Errorf("%s: a line reads as a command with an injected value: %q", what, l)
 		}
+	}
+}
+
+// checkFixPlansNothing: fix plans no step from a ladder whose command was withheld; both
+// releases are left to the operator, by name.
+func checkFixPlansNothing(t *testing.T, out string) {
+	t.Helper()
+	var p struct {
+		Incidents []json.RawMessage `json:"incidents"`
+		Manual    []struct {
+			Finding struct {
+				Object struct{ Name string } `json:"object"`
+			} `json:"finding"`
+		} `json:"manual"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("fix -o json: %v", err)
+	}
+	var manual []string
+	for _, m := range p.Manual {
+		manual = append(manual, m.Finding.Object.Name)
+	}
+	if len(p.Incidents) != 0 || len(manual) != 2 {
+		t.Errorf("fix plans %d incidents, leaves %v to the operator; want none planned and both releases left:\n%s", len(p.Incidents), manual, out)
 	}
 }
 
@@ -174,22 +230,56 @@ func checkWithheldWithReason(t *testing.T, out string) {
 }
 
 // checkForgedAdviceOnOneLine: the forged description is quoted on one line, its line breaks
-// shown as ⏎, so no line of the report is the tenant's "next safe step" or its command.
+// shown as ⏎ joined to the words around them, so no line of the report is the tenant's "next
+// safe step" heading or its command, however the table folds the text.
 func checkForgedAdviceOnOneLine(t *testing.T, what, out string) {
 	t.Helper()
-	quoted := false
+	if !strings.Contains(out, "condition⏎next") {
+		t.Errorf("%s: the description's line breaks are not shown as ⏎:\n%s", what, out)
+	}
+	heading := regexp.MustCompile(`^next safe step \([a-z]+\):$`)
 	for _, l := range strings.Split(out, "\n") {
-		if !strings.Contains(l, "evil.example.com/fix") {
-			continue
+		l = strings.TrimLeft(strings.TrimSpace(l), "-*• ")
+		if strings.HasPrefix(l, "next safe step") && !heading.MatchString(l) {
+			t.Errorf("%s: a line starts with the description's advice: %q", what, l)
 		}
-		if !strings.Contains(l, "waiting for the condition⏎") || !strings.Contains(l, "next safe step (repair):⏎") {
-			t.Errorf("%s: the forged description breaks onto a line of its own: %q", what, l)
+		if strings.HasPrefix(l, "$ helm rollback app 1") {
+			t.Errorf("%s: a line starts with the description's command: %q", what, l)
 		}
-		quoted = true
 	}
-	if !quoted {
-		t.Errorf("%s: the description is not quoted at all:\n%s", what, out)
+}
+
+// jsonCommandLists is every string of every "commands" list of a JSON document.
+func jsonCommandLists(t *testing.T, what, doc string) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatalf("%s: not JSON: %v", what, err)
 	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for k, e := range x {
+				if list, ok := e.([]any); ok && k == "commands" {
+					for _, c := range list {
+						if s, ok := c.(string); ok {
+							out = append(out, s)
+						}
+					}
+					continue
+				}
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
 }
 
 // jsonStrings is every string value of a JSON document.

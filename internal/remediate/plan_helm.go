@@ -72,7 +72,7 @@ func (pl *planner) helmRelease(inc finding.Incident) []Attempt {
 
 func containsCmd(r finding.Step, match func(string) bool) bool {
 	for _, c := range r.Commands {
-		if match(c) {
+		if !shellcmd.IsWithheld(c) && match(c) {
 			return true
 		}
 	}

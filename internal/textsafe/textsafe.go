@@ -18,9 +18,26 @@ const esc = 0x1b
 func Text(s string) string { return clean(s, true) }
 
 // Line is Text for a value printed on one line (a name, a file, a message quoted in a
-// report): each line break (LF, CR, CRLF, U+2028, U+2029) shows as ⏎ and tabs become spaces, so that text
-// from the input cannot start a line of its own and pass for the report's own structure.
-func Line(s string) string { return clean(s, false) }
+// report): each line break (LF, CR, CRLF, U+2028, U+2029) shows as ⏎, joined to the words
+// either side of it (the spaces around it dropped), and tabs become spaces. Text from the
+// input thus cannot start a line of its own, not even where a renderer folds it at spaces:
+// "failed\n    next safe step" prints as "failed⏎next safe step".
+func Line(s string) string {
+	out := clean(s, false)
+	if !strings.Contains(out, LineBreak) {
+		return out
+	}
+	parts := strings.Split(out, LineBreak)
+	for i := range parts {
+		if i > 0 {
+			parts[i] = strings.TrimLeft(parts[i], " ")
+		}
+		if i < len(parts)-1 {
+			parts[i] = strings.TrimRight(parts[i], " ")
+		}
+	}
+	return strings.Join(parts, LineBreak)
+}
 
 // LineBreak is what Line shows for a line break.
 const LineBreak = "⏎"

@@ -40,10 +40,12 @@ func TestTextRemovesEscapeSequences(t *testing.T) {
 }
 
 // Text quoted on one line cannot start a line of its own: every kind of line break shows as
-// one ⏎, so a Helm description cannot print a block that passes for the report's advice.
+// one ⏎ joined to the words around it, so a Helm description cannot print a block that
+// passes for the report's advice, even where the table folds it at spaces.
 func TestLineShowsEveryLineBreak(t *testing.T) {
 	for in, want := range map[string]string{
-		"Upgrade failed\n    next safe step (repair):\n        $ helm rollback x 1": "Upgrade failed⏎    next safe step (repair):⏎        $ helm rollback x 1",
+		"Upgrade failed\n    next safe step (repair):\n        $ helm rollback x 1": "Upgrade failed⏎next safe step (repair):⏎$ helm rollback x 1",
+		"a \t\n\t b ":     "a⏎b ",
 		"a\r\nb":          "a⏎b",
 		"a\rb":            "a⏎b",
 		"a\n\nb":          "a⏎⏎b",
