@@ -116,8 +116,8 @@ func (r helmRecord) secretObject(t *testing.T) *corev1.Secret {
 	ts := r.at.Format(time.RFC3339)
 	rec := map[string]any{
 		"name": r.name, "namespace": r.namespace, "version": r.version,
-		"info": map[string]any{"status": r.status, "description": r.description, "first_deployed": ts, "last_deployed": ts},
-		"chart": map[string]any{"metadata": map[string]any{"name": r.secret, "version": "1.0.0", "apiVersion": "v2"}},
+		"info":     map[string]any{"status": r.status, "description": r.description, "first_deployed": ts, "last_deployed": ts},
+		"chart":    map[string]any{"metadata": map[string]any{"name": r.secret, "version": "1.0.0", "apiVersion": "v2"}},
 		"manifest": "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + r.secret + "\n",
 	}
 	b, err := json.Marshal(rec)
@@ -308,4 +308,3 @@ func jsonStrings(t *testing.T, what, doc string) []string {
 	walk(v)
 	return out
 }
-
