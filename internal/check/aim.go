@@ -47,7 +47,11 @@ func contextOf(c *snapshot.Cluster, name string) target {
 	if c == nil {
 		return target{Target: shellcmd.Target{Context: name}, note: "context " + name + " is the cluster's name: the input holds nothing about that cluster"}
 	}
-	return target{Target: shellcmd.Target{Context: c.Context, Server: c.ContextServer, Kubeconfig: c.Kubeconfig}}
+	ctx := c.Context
+	if ctx == "" {
+		ctx = name
+	}
+	return target{Target: shellcmd.Target{Context: ctx, Server: c.ContextServer, Kubeconfig: c.Kubeconfig}}
 }
 
 // managementTarget is the management cluster of a finding: its own cluster when that is

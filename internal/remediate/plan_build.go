@@ -165,6 +165,9 @@ func (pl *planner) incident(inc finding.Incident) IncidentPlan {
 		if a.Risk > pl.opts.MaxRisk {
 			a.AboveMaxRisk = true
 		}
+		if w := withheldCommand(steps); w != "" && a.Blocked == "" {
+			a.Blocked = "a value the step would write is not valid: " + strings.TrimPrefix(w, "# ")
+		}
 		kept = append(kept, a)
 	}
 	sort.SliceStable(kept, func(i, j int) bool {
@@ -304,6 +307,19 @@ var (
 	sigDeleteBD = contains("delete bundledeployments")
 	sigResync   = func(c string) bool { return sigRedeploy(c) || sigForceSync(c) }
 )
+
+// withheldCommand is the first command of steps that was withheld because a value in it
+// failed its rule: unstick does not write what it would not print.
+func withheldCommand(steps []Step) string {
+	for _, s := range steps {
+		for _, c := range s.Commands {
+			if shellcmd.IsWithheld(c) {
+				return c
+			}
+		}
+	}
+	return ""
+}
 
 func contains(s string) func(string) bool {
 	return func(c string) bool { return strings.Contains(c, s) }
