@@ -51,7 +51,7 @@ func TestAttemptWithWithheldCommandIsBlocked(t *testing.T) {
 		{Name: bad, Namespace: "tenant-a", Revision: 2, Status: "pending-upgrade", SecretName: "sh.helm.release.v1.app.v2"},
 	}}
 	root := finding.Finding{ID: "helm/release-pending", Cluster: "prod",
-		Object: finding.ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "tenant-a", Name: "sh.helm.release.v1.app.v2"},
+		Object:      finding.ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "tenant-a", Name: "sh.helm.release.v1.app.v2"},
 		Remediation: []finding.Step{{Rung: RungRepair, Risk: "medium", Commands: []string{"helm --kube-context prod -n tenant-a rollback app 1"}}}}
 	p := Build(Input{Snap: &snapshot.Snapshot{Clusters: []*snapshot.Cluster{c}}, Incidents: []finding.Incident{{RootCause: root}}, Options: Options{MaxRisk: High}})
 	var a Attempt
