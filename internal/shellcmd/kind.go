@@ -186,5 +186,5 @@ func textProblem(v string) string {
 	return ""
 }
 
-// IntString is n as a command writes it.
-func IntString(n int64) string { return strconv.FormatInt(n, 10) }
+// intString is n as a command writes it.
+func intString(n int64) string { return strconv.FormatInt(n, 10) }

@@ -80,7 +80,7 @@ func Placeholder(name string) Arg {
 }
 
 // Int is a non-negative number.
-func Int[T int | int64](n T) Arg { return Arg{kind: Integer, value: IntString(int64(n))} }
+func Int[T int | int64](n T) Arg { return Arg{kind: Integer, value: intString(int64(n))} }
 
 // Sprintf builds a command from a format whose every verb is %s, one per argument, putting
 // each value where its verb stands: quoted when it stands outside quotes, as it is when the
@@ -110,6 +110,9 @@ func (a Arg) embed(q quoting) (string, error) {
 		return "", a.err
 	}
 	if a.text != "" {
+		if q != bare {
+			return "", &Invalid{What: "command part", Kind: Word, Value: a.text, Reason: "it cannot stand inside quotes"}
+		}
 		return a.text, nil
 	}
 	return embed(a.kind, a.what, a.value, q)

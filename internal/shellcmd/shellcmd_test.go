@@ -51,6 +51,12 @@ func TestWithheldLineNamesTheRule(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	if got := Sprintf("kubectl -p '{\"a\":%s}'", Program("kubectl", Target{Context: "x"})); !IsWithheld(got) {
+		t.Errorf("a program inside quotes: %s", got)
+	}
+	if got := Sprintf("kubectl get %s", Int(-1)); !IsWithheld(got) {
+		t.Errorf("a negative number: %s", got)
+	}
 	long := Sprintf("kubectl get pod %s", Value(Name, "", "x\n"+strings.Repeat("y", 80)))
 	if !strings.Contains(long, `object name 'x⏎yyy`) || !strings.Contains(long, `…' is not a valid object name`) {
 		t.Errorf("a long value is not shown cut, on one line: %s", long)
