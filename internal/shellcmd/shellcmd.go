@@ -58,9 +58,11 @@ type Arg struct {
 	kind  Kind
 	what  string
 	value string
-	// text is a part built by this package (a program with its connection flags).
-	text string
-	err  error
+	// text is a part built by this package (a program with its connection flags, a
+	// placeholder); outside says it must stand outside quotes.
+	text    string
+	outside bool
+	err     error
 }
 
 // Value is v as a value of kind k; what names it in the message when it fails ("release
@@ -110,7 +112,7 @@ func (a Arg) embed(q quoting) (string, error) {
 		return "", a.err
 	}
 	if a.text != "" {
-		if q != bare {
+		if a.outside && q != bare {
 			return "", &Invalid{What: "command part", Kind: Word, Value: a.text, Reason: "it cannot stand inside quotes"}
 		}
 		return a.text, nil

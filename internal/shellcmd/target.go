@@ -68,5 +68,5 @@ func Program(prog string, t Target) Arg {
 	if err != nil {
 		return Arg{err: err}
 	}
-	return Arg{text: prog + " " + flags}
+	return Arg{text: prog + " " + flags, outside: true}
 }
