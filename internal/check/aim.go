@@ -4,9 +4,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/unstick-dev/unstick/internal/shellcmd"
-
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
