@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -27,13 +28,8 @@ var (
 // target is the kubeconfig context a command goes to, and a note when that context is
 // only a guess or unknown.
 type target struct {
-	context string
-	// server goes with context as --server (helm: --kube-apiserver): a cluster reached
-	// through Rancher's proxy with the credentials of a context for Rancher itself.
-	server string
-	// kubeconfig goes with context as --kubeconfig: the file the live read named.
-	kubeconfig string
-	note       string
+	shellcmd.Target
+	note string
 }
 
 // aimer picks the context of each command of a finding.
@@ -48,9 +44,13 @@ func newAimer(ix *snapIndex, f *finding.Finding) aimer {
 
 func contextOf(c *snapshot.Cluster, name string) target {
 	if c == nil {
-		return target{context: name, note: "context " + name + " is the cluster's name: the input holds nothing about that cluster"}
+		return target{Target: shellcmd.Target{Context: name}, note: "context " + name + " is the cluster's name: the input holds nothing about that cluster"}
 	}
-	return target{context: c.Context, server: c.ContextServer, kubeconfig: c.Kubeconfig}
+	ctx := c.Context
+	if ctx == "" {
+		ctx = name
+	}
+	return target{Target: shellcmd.Target{Context: ctx, Server: c.ContextServer, Kubeconfig: c.Kubeconfig}}
 }
 
 // managementTarget is the management cluster of a finding: its own cluster when that is
@@ -69,53 +69,29 @@ func managementTarget(ix *snapIndex, f *finding.Finding) target {
 	if mgmt := ix.management; len(mgmt) == 1 {
 		return contextOf(mgmt[0], mgmt[0].Name)
 	}
-	return target{context: "<management-context>", note: "<management-context>: the kubeconfig context of the Rancher management cluster (the input holds no single management cluster)"}
+	return target{Target: shellcmd.Target{Placeholder: "<management-context>"}, note: "<management-context>: the kubeconfig context of the Rancher management cluster (the input holds no single management cluster)"}
 }
 
 // aim adds --context (helm: --kube-context) to every kubectl and helm invocation of cmd.
 // withManagement says the step is about the management cluster as a whole (it upgrades the
-// fleet-crd release), so its helm commands go there too.
-func (a aimer) aim(cmd string, withManagement bool) (string, string) {
+// fleet-crd release), so its helm commands go there too. A context, kubeconfig or server
+// that cannot be printed safely is the error.
+func (a aimer) aim(cmd string, withManagement bool) (string, string, error) {
 	t := a.subject
 	if managementCommand.MatchString(cmd) || withManagement && strings.HasPrefix(cmd, "helm ") {
 		t = a.management
 	}
-	flag := map[string]string{"kubectl": "--context ", "helm": "--kube-context "}
-	serverFlag := map[string]string{"kubectl": " --server ", "helm": " --kube-apiserver "}
-	ctx := shellQuote(t.context)
-	if strings.HasPrefix(t.context, "<") {
-		ctx = t.context // a placeholder stays recognisable as one
+	flags := map[string]string{}
+	for _, prog := range []string{"kubectl", "helm"} {
+		f, err := t.Flags(prog)
+		if err != nil {
+			return "", "", err
+		}
+		flags[prog] = f
 	}
 	out := programStart.ReplaceAllStringFunc(cmd, func(m string) string {
 		sub := programStart.FindStringSubmatch(m)
-		file, server := "", ""
-		if t.kubeconfig != "" {
-			file = "--kubeconfig " + shellQuote(t.kubeconfig) + " " // kubectl's and helm's flag alike
-		}
-		if t.server != "" {
-			server = serverFlag[sub[2]] + shellQuote(t.server)
-		}
-		return sub[1] + sub[2] + " " + file + flag[sub[2]] + ctx + server + sub[3]
+		return sub[1] + sub[2] + " " + flags[sub[2]] + sub[3]
 	})
-	return out, t.note
-}
-
-// shellQuote quotes a context name for a POSIX shell when it holds anything but the
-// characters kubeconfig names usually have: a bundle is untrusted input, and a pasted
-// command must not run what a hostile name carries.
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return out, t.note, nil
 }

@@ -37,8 +37,8 @@ func TestAimNamesTheKubeconfigGiven(t *testing.T) {
 func checkAim(t *testing.T, a aimer, cases map[string]string) {
 	t.Helper()
 	for in, want := range cases {
-		if got, _ := a.aim(in, false); got != want {
-			t.Errorf("aim(%q):\n got %s\nwant %s", in, got, want)
+		if got, _, err := a.aim(in, false); err != nil || got != want {
+			t.Errorf("aim(%q):\n got %s (%v)\nwant %s", in, got, err, want)
 		}
 	}
 }

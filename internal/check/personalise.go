@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 )
 
 // personalise fills the placeholders of a finding's remediation commands with what is known
@@ -57,24 +58,21 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 					" was registered by its agent (no spec.kubeConfigSecret), and the Fleet controller redeploys only agents it deployed itself.")
 				continue
 			}
-			for _, word := range words {
-				if strings.Contains(c, word) {
-					c = fill(c, func(name string) string { return vars[name+"@"+word] })
-				}
+			c, err := fillCommand(c, vars, words)
+			if err != nil {
+				cmds = append(cmds, shellcmd.Withheld(err))
+				continue
 			}
-			c = fill(c, func(name string) string {
-				if strings.Contains(name, "@") {
-					return ""
-				}
-				return vars[name]
-			})
 			if d, ok := missingDeployment(ix, f, c); ok {
 				st.Notes = appendNew(st.Notes, "The restart command is left out: "+d+".")
 				continue
 			}
 			if a != nil {
 				var note string
-				c, note = a.aim(c, stepOnManagement)
+				if c, note, err = a.aim(c, stepOnManagement); err != nil {
+					cmds = append(cmds, shellcmd.Withheld(err))
+					continue
+				}
 				if note != "" {
 					st.Notes = appendNew(st.Notes, note)
 				}
@@ -167,35 +165,37 @@ func placeholderWords(p string) string {
 	return "not in the input; fill it in"
 }
 
+// fillCommand fills a command's placeholders from vars: scoped values ("name@word") first,
+// in the commands that contain their word, then the others. Each value is checked against
+// the kind of its placeholder and quoted where it stands (internal/shellcmd); the first that
+// fails is the error, and the command is withheld.
+func fillCommand(c string, vars map[string]string, words []string) (string, error) {
+	var err error
+	for _, word := range words {
+		if strings.Contains(c, word) {
+			if c, err = fill(c, func(name string) string { return vars[name+"@"+word] }); err != nil {
+				return "", err
+			}
+		}
+	}
+	return fill(c, func(name string) string {
+		if strings.Contains(name, "@") {
+			return ""
+		}
+		return vars[name]
+	})
+}
+
 // fill replaces every <name> in s for which value returns a non-empty string, in one pass:
 // replaced text is not read again, and an unknown <...> is left as it is.
-func fill(s string, value func(name string) string) string {
-	var b strings.Builder
-	done, changed := 0, false // s[:done] is in b once something changed
-	for i := 0; i < len(s); {
-		k := strings.IndexByte(s[i:], '<')
-		if k < 0 {
-			break
+func fill(s string, value func(name string) string) (string, error) {
+	return shellcmd.Fill(s, func(name string) (shellcmd.Arg, bool) {
+		v := value(name)
+		if v == "" {
+			return shellcmd.Arg{}, false
 		}
-		open := i + k
-		e := strings.IndexByte(s[open+1:], '>')
-		if e < 0 {
-			break
-		}
-		end := open + 1 + e
-		if v := value(s[open+1 : end]); v != "" {
-			b.WriteString(s[done:open])
-			b.WriteString(v)
-			done, i, changed = end+1, end+1, true
-			continue
-		}
-		i = open + 1
-	}
-	if !changed {
-		return s
-	}
-	b.WriteString(s[done:])
-	return b.String()
+		return shellcmd.Value(placeholderKind(name), name, v), true
+	})
 }
 
 // objectVars names the placeholders an object fills by its kind.

@@ -16,6 +16,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/judge"
 	"github.com/unstick-dev/unstick/internal/report"
+	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
 var preflightFormats = []string{"table", "json"}
@@ -275,7 +276,11 @@ type blocker struct {
 	Kind string `json:"blocks"`
 }
 
+// writePreflightTable writes the checklist for a person. Every value from the input is
+// printed on one line, its line breaks shown as ⏎, and without escape sequences: a Helm
+// description or an event message cannot add lines that pass for the checklist's own.
 func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
+	line := textsafe.Line
 	verdict := map[string]string{"go": "GO", "no-go": "NO-GO", verdictIncomplete: "INCOMPLETE (no verdict)"}[r.Verdict]
 	fmt.Fprintf(w, "%s preflight: %s — %d blocking (at or above %s), %s, %s", name, verdict, len(r.Blocking)+len(r.BlockingImages), r.FailOn,
 		plural.Forms(len(r.Warnings), "warning", "warnings"), plural.Forms(len(r.Images), "image", "images"))
@@ -284,46 +289,46 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 	}
 	fmt.Fprintln(w)
 	for _, warn := range r.Report.Warnings {
-		fmt.Fprintf(w, "WARNING: %s\n", warn)
+		fmt.Fprintf(w, "WARNING: %s\n", line(warn))
 	}
 	if h := r.Report.HiddenSummary(); h != "" {
-		fmt.Fprintf(w, "Hidden: %s.\n", h)
+		fmt.Fprintf(w, "Hidden: %s.\n", line(h))
 	}
 	if len(r.Blocking) > 0 || len(r.BlockingImages) > 0 {
 		fmt.Fprintln(w, "\nBLOCKING")
 		for _, f := range r.Blocking {
-			fmt.Fprintf(w, "  %-8s %-5s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.Kind, f.ID, whereLabel(f.Finding), f.Summary)
+			fmt.Fprintf(w, "  %-8s %-5s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.Kind, f.ID, line(whereLabel(f.Finding)), line(f.Summary))
 			if st := fixStep(f.Finding); st != nil {
 				fmt.Fprintf(w, "           fix (%s, risk %s):\n", st.Rung, st.Risk)
 				for _, c := range st.Commands {
-					fmt.Fprintf(w, "             $ %s\n", c)
+					fmt.Fprintf(w, "             $ %s\n", line(c))
 				}
 			}
 		}
 		for _, row := range r.BlockingImages {
-			fmt.Fprintf(w, "  %-8s %-5s image %s %s; used by %s\n", "IMAGE", "gate", row.Ref, row.problem(), strings.Join(row.usedBy(), "; "))
+			fmt.Fprintf(w, "  %-8s %-5s image %s %s; used by %s\n", "IMAGE", "gate", line(row.Ref), line(row.problem()), line(strings.Join(row.usedBy(), "; ")))
 		}
 	}
 	if len(r.Warnings) > 0 {
 		fmt.Fprintln(w, "\nWARNINGS")
 		for _, f := range r.Warnings {
-			fmt.Fprintf(w, "  %-8s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.ID, whereLabel(f), f.Summary)
+			fmt.Fprintf(w, "  %-8s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.ID, line(whereLabel(f)), line(f.Summary))
 		}
 	}
 	if len(r.Unverified) > 0 {
 		fmt.Fprintln(w, "\nNOT VERIFIED")
 		for _, row := range r.Unverified {
-			fmt.Fprintf(w, "  image %s %s\n", row.Ref, row.problem())
+			fmt.Fprintf(w, "  image %s %s\n", line(row.Ref), line(row.problem()))
 		}
 	}
 	if len(r.Report.Errors) > 0 {
 		fmt.Fprintln(w, "\nERRORS (what could not be read or judged)")
 		for _, e := range r.Report.Errors {
-			fmt.Fprintf(w, "  %s\n", e.String())
+			fmt.Fprintf(w, "  %s\n", line(e.String()))
 		}
 	}
 	if r.Verdict == verdictIncomplete {
-		fmt.Fprintf(w, "\nNothing blocks in what was read, but %s: not a go.\n", strings.Join(r.Report.Gaps(), "; "))
+		fmt.Fprintf(w, "\nNothing blocks in what was read, but %s: not a go.\n", line(strings.Join(r.Report.Gaps(), "; ")))
 	}
 	switch {
 	case r.Registry == "offline":

@@ -8,6 +8,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
 	"github.com/unstick-dev/unstick/internal/removedapi"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -110,8 +111,11 @@ func (pl *planner) apiRemoved(inc finding.Incident) []Attempt {
 		Rationale: r.Action,
 		Precondition: fmt.Sprintf("the release Secrets are unchanged since planning (%s); no rewritten document's API is one whose replacement needs a manual review or has none; every rewritten document passes a server-side dry-run on the cluster",
 			strings.Join(rvs, ", ")),
-		Verify:   "Helm's storage reads each rewritten revision back, with its status unchanged and no apiVersion in its manifest that " + against + " does not serve",
-		Commands: []string{fmt.Sprintf("%s mapkubeapis %s --namespace %s --dry-run", helmAt(c), name, ns), fmt.Sprintf("%s mapkubeapis %s --namespace %s", helmAt(c), name, ns)},
+		Verify: "Helm's storage reads each rewritten revision back, with its status unchanged and no apiVersion in its manifest that " + against + " does not serve",
+		Commands: []string{
+			shellcmd.Sprintf("%s mapkubeapis %s --namespace %s --dry-run", helmAt(c), releaseArg(name), namespaceArg(ns)),
+			shellcmd.Sprintf("%s mapkubeapis %s --namespace %s", helmAt(c), releaseArg(name), namespaceArg(ns)),
+		},
 		Notes: []string{
 			"The backup keeps each release Secret exactly, payload included (0600), so `unstick restore` puts the old record back.",
 			"Unlike helm-mapkubeapis, no new revision is written and no document is dropped: the record keeps its revision and status, and a document whose API has no replacement refuses the step instead.",
@@ -191,7 +195,7 @@ func (pl *planner) crdStorage(inc finding.Incident) []Attempt {
 			Precondition: fmt.Sprintf("CRD %s unchanged since planning (resourceVersion %s), storage version still %s; each object is written back with the resourceVersion it was read at, and one someone else wrote meanwhile is read again and written again, never overwritten",
 				crd.Name, orDash(crd.ResourceVersion), storage),
 			Verify:   fmt.Sprintf("every %s object was written back in %s and all of them can be listed", crd.Kind, storage),
-			Commands: []string{fmt.Sprintf("%s get %s -A -o json | %s replace -f -", k, res, k)},
+			Commands: []string{shellcmd.Sprintf("%s get %s.%s -A -o json | %s replace -f -", k, shellcmd.Value(shellcmd.DNSLabel, "resource", crd.Plural), shellcmd.Value(shellcmd.Name, "API group", crd.Group), k)},
 			Notes: []string{
 				"An object written back unchanged keeps its content; the API server re-encodes it in the storage version. Each object is saved to the backup before its write; restore has nothing to undo for them.",
 				"Progress (the list's continue token and the objects done) is journaled page by page: a killed run resumes where it stopped.",
@@ -218,7 +222,7 @@ func (pl *planner) crdStorage(inc finding.Incident) []Attempt {
 			Precondition: fmt.Sprintf("the migration step (%s) verified, in this run or an earlier one with the same backup directory; CRD %s unchanged since planning (resourceVersion %s)",
 				migrateID, crd.Name, orDash(crd.ResourceVersion)),
 			Verify:   fmt.Sprintf("status.storedVersions of CRD %s is [%s] and every %s object can be listed", crd.Name, storage, crd.Kind),
-			Commands: []string{fmt.Sprintf(`%s patch crd %s --subresource=status --type merge -p '{"status":{"storedVersions":["%s"]}}'`, k, crd.Name, storage)},
+			Commands: []string{shellcmd.Sprintf(`%s patch crd %s --subresource=status --type merge -p '{"status":{"storedVersions":["%s"]}}'`, k, nameArg(crd.Name), shellcmd.Value(shellcmd.DNSLabel, "storage version", storage))},
 			Notes:    []string{"The backup keeps the CRD; `unstick restore` puts status.storedVersions back (and nothing else)."},
 			Storage:  &tm,
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
 	"github.com/unstick-dev/unstick/internal/plural"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -164,6 +165,9 @@ func (pl *planner) incident(inc finding.Incident) IncidentPlan {
 		if a.Risk > pl.opts.MaxRisk {
 			a.AboveMaxRisk = true
 		}
+		if w := withheldCommand(steps); w != "" && a.Blocked == "" {
+			a.Blocked = "a value the step would write is not valid: " + strings.TrimPrefix(w, "# ")
+		}
 		kept = append(kept, a)
 	}
 	sort.SliceStable(kept, func(i, j int) bool {
@@ -261,7 +265,8 @@ func metaObject(cluster, apiVersion, kind string, m identified) Object {
 }
 
 // rung finds the catalogue rung of f's ladder (as the finding carries it, user overrides
-// included) that does what match recognises in its commands. The ladder decides whether an
+// included) that does what match recognises in its commands. A command withheld because a
+// value in it failed its rule offers nothing: unstick does not act where it would not print. The ladder decides whether an
 // action is offered for a finding at all, and at what risk.
 func rung(f finding.Finding, name string, match func(cmd string) bool) (finding.Step, Risk, bool) {
 	for _, r := range f.Remediation {
@@ -269,7 +274,7 @@ func rung(f finding.Finding, name string, match func(cmd string) bool) (finding.
 			continue
 		}
 		for _, c := range r.Commands {
-			if match(c) {
+			if !shellcmd.IsWithheld(c) && match(c) {
 				risk, err := ParseRisk(r.Risk)
 				if err != nil {
 					risk = High // an unknown risk is treated as the highest
@@ -302,6 +307,19 @@ var (
 	sigDeleteBD = contains("delete bundledeployments")
 	sigResync   = func(c string) bool { return sigRedeploy(c) || sigForceSync(c) }
 )
+
+// withheldCommand is the first command of steps that was withheld because a value in it
+// failed its rule: unstick does not write what it would not print.
+func withheldCommand(steps []Step) string {
+	for _, s := range steps {
+		for _, c := range s.Commands {
+			if shellcmd.IsWithheld(c) {
+				return c
+			}
+		}
+	}
+	return ""
+}
 
 func contains(s string) func(string) bool {
 	return func(c string) bool { return strings.Contains(c, s) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -235,8 +236,8 @@ func (pl *planner) redeployStep(m *snapshot.Cluster, fc *fleetv1.Cluster, rungNa
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("Fleet Cluster %s/%s unchanged since planning (resourceVersion %s)", fc.Namespace, fc.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("status.agentDeployedGeneration reaches %d: the controller redeployed the agent", n+1),
-		Commands: []string{fmt.Sprintf(`%s -n %s patch clusters.fleet.cattle.io %s --type merge -p '{"spec":{"redeployAgentGeneration":%d}}'`,
-			kubectl(m), fc.Namespace, fc.Name, n+1)},
+		Commands: []string{shellcmd.Sprintf(`%s -n %s patch clusters.fleet.cattle.io %s --type merge -p '{"spec":{"redeployAgentGeneration":%s}}'`,
+			kubectl(m), namespaceArg(fc.Namespace), nameArg(fc.Name), shellcmd.Int(n+1))},
 		Generation: n + 1,
 		Previous:   n,
 	}
@@ -257,8 +258,8 @@ func (pl *planner) forceSyncStep(m *snapshot.Cluster, b *bundleRef, rungName str
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("%s %s/%s unchanged since planning (resourceVersion %s)", b.obj.Kind, b.obj.Namespace, b.obj.Name, orDash(b.obj.ResourceVersion)),
 		Verify:       "status.observedGeneration reaches the generation the bump gives it: the controller reconciled it",
-		Commands: []string{fmt.Sprintf(`%s -n %s patch %s %s --type merge -p '{"spec":{"forceSyncGeneration":%d}}'`,
-			kubectl(m), b.obj.Namespace, b.resource, b.obj.Name, n+1)},
+		Commands: []string{shellcmd.Sprintf(`%s -n %s patch %s %s --type merge -p '{"spec":{"forceSyncGeneration":%s}}'`,
+			kubectl(m), namespaceArg(b.obj.Namespace), shellcmd.Value(shellcmd.Name, "resource", b.resource), nameArg(b.obj.Name), shellcmd.Int(n+1))},
 		Generation: n + 1,
 		Previous:   n,
 	}
@@ -285,7 +286,7 @@ func (pl *planner) restartStep(c *snapshot.Cluster, d *appsv1.Deployment, risk R
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("Deployment %s/%s unchanged since planning (resourceVersion %s)", d.Namespace, d.Name, orDash(obj.ResourceVersion)),
 		Verify:       "the rollout completes: status.observedGeneration catches up and every replica is updated and available",
-		Commands:     []string{fmt.Sprintf("%s -n %s rollout restart deployment/%s", kubectl(c), d.Namespace, d.Name)},
+		Commands:     []string{shellcmd.Sprintf("%s -n %s rollout restart deployment/%s", kubectl(c), namespaceArg(d.Namespace), nameArg(d.Name))},
 	}
 }
 
@@ -305,7 +306,7 @@ func (pl *planner) deleteBDStep(m *snapshot.Cluster, bd *snapshot.BundleDeployme
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("BundleDeployment %s/%s unchanged since planning (uid %s, resourceVersion %s)", bd.Namespace, bd.Name, orDash(obj.UID), orDash(obj.ResourceVersion)),
 		Verify:       "the BundleDeployment with that UID is gone (the controller may already have created a new one)",
-		Commands:     []string{fmt.Sprintf("%s -n %s delete bundledeployments.fleet.cattle.io %s", kubectl(m), bd.Namespace, bd.Name)},
+		Commands:     []string{shellcmd.Sprintf("%s -n %s delete bundledeployments.fleet.cattle.io %s", kubectl(m), namespaceArg(bd.Namespace), nameArg(bd.Name))},
 		Notes:        []string{"Unless the bundle sets keepResources, the agent uninstalls what the BundleDeployment deployed before the new one installs it again."},
 	}
 }

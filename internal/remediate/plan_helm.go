@@ -9,6 +9,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -71,7 +72,7 @@ func (pl *planner) helmRelease(inc finding.Incident) []Attempt {
 
 func containsCmd(r finding.Step, match func(string) bool) bool {
 	for _, c := range r.Commands {
-		if match(c) {
+		if !shellcmd.IsWithheld(c) && match(c) {
 			return true
 		}
 	}
@@ -159,7 +160,7 @@ func (pl *planner) rollbackStep(c *snapshot.Cluster, hist []*helmrelease.Release
 		Precondition: fmt.Sprintf("revision %d is still the newest and %s, revision %d does not exist yet, and the release Secrets are unchanged since planning (%s); the manifest objects are read again just before the write and applied with the resourceVersion read",
 			current.Revision, current.Status, h.NewRevision, strings.Join(rvs, ", ")),
 		Verify:   fmt.Sprintf("Helm's storage reads revision %d as deployed with chart %s and revision %d as superseded", h.NewRevision, chartOf(target), target.Revision),
-		Commands: []string{fmt.Sprintf("%s -n %s rollback %s %d", helmAt(c), current.Namespace, current.Name, target.Revision)},
+		Commands: []string{shellcmd.Sprintf("%s -n %s rollback %s %s", helmAt(c), namespaceArg(current.Namespace), releaseArg(current.Name), shellcmd.Int(target.Revision))},
 		Notes: []string{
 			"Release records are written with Helm's own storage driver (helm.sh/helm/v3/pkg/storage, driver.Secrets); the backup keeps every revision Secret it touches, payload included, so `unstick restore` puts them back exactly.",
 			fmt.Sprintf("Like `helm rollback --no-hooks`: rollback hooks are not run, and objects found only in revision %d's manifest are left in place (helm rollback would delete them).", current.Revision),
@@ -179,7 +180,7 @@ func (pl *planner) markFailedStep(c *snapshot.Cluster, current *helmrelease.Rele
 	h := &HelmChange{Release: current.Name, Namespace: current.Namespace, Current: current.Revision, CurrentStatus: current.Status}
 	sec := pl.releaseSecret(c, current)
 	name := h.SecretName(current.Revision)
-	k := kubectl(c)
+	k, ns, secret := kubectl(c), namespaceArg(current.Namespace), shellcmd.Value(shellcmd.Name, "Secret name", name)
 	return Step{
 		ID:      stepID(HelmMarkFailed, c.Name, current.Namespace, current.Name, itoa(current.Revision)),
 		Action:  HelmMarkFailed,
@@ -195,9 +196,9 @@ func (pl *planner) markFailedStep(c *snapshot.Cluster, current *helmrelease.Rele
 		Precondition: fmt.Sprintf("revision %d is still the newest and %s; Secret %s unchanged since planning (resourceVersion %s)", current.Revision, current.Status, name, orDash(sec.ResourceVersion)),
 		Verify:       fmt.Sprintf("Helm's storage reads revision %d as failed", current.Revision),
 		Commands: []string{
-			fmt.Sprintf("%s -n %s label secret %s status=failed --overwrite", k, current.Namespace, name),
-			fmt.Sprintf(`%s -n %s get secret %s -o jsonpath='{.data.release}' | base64 -d | base64 -d | gunzip | jq -c '.info.status="failed"' | gzip | base64 -w0 | base64 -w0 | jq -Rc '{data:{release:.},metadata:{labels:{status:"failed"}}}' > patch.json && %s -n %s patch secret %s --type merge --patch-file patch.json`,
-				k, current.Namespace, name, k, current.Namespace, name),
+			shellcmd.Sprintf("%s -n %s label secret %s status=failed --overwrite", k, ns, secret),
+			shellcmd.Sprintf(`%s -n %s get secret %s -o jsonpath='{.data.release}' | base64 -d | base64 -d | gunzip | jq -c '.info.status="failed"' | gzip | base64 -w0 | base64 -w0 | jq -Rc '{data:{release:.},metadata:{labels:{status:"failed"}}}' > patch.json && %s -n %s patch secret %s --type merge --patch-file patch.json`,
+				k, ns, secret, k, ns, secret),
 		},
 		Notes: []string{"The record is rewritten with Helm's own storage driver; the backup keeps the Secret, payload included, for `unstick restore`."},
 		Helm:  h,
@@ -237,52 +238,30 @@ func orDash(s string) string {
 	return s
 }
 
-// kubectl starts a printed kubectl command aimed at the cluster: its kubeconfig context, and
-// the --server that goes with it when the cluster was reached through Rancher's proxy with a
-// Rancher context's credentials.
-func kubectl(c *snapshot.Cluster) string {
-	return "kubectl " + kubeconfigFlag(c) + "--context " + aimAt(c, " --server ")
-}
+// kubectl starts a printed kubectl command aimed at the cluster: the kubeconfig file the live
+// read named (so a pasted command reads the same file whatever $KUBECONFIG the shell has),
+// its context, and the --server that goes with it when the cluster was reached through
+// Rancher's proxy with a Rancher context's credentials.
+func kubectl(c *snapshot.Cluster) shellcmd.Arg { return shellcmd.Program("kubectl", aimAt(c)) }
 
 // helmAt starts a printed helm command aimed at the cluster, as kubectl does.
-func helmAt(c *snapshot.Cluster) string {
-	return "helm " + kubeconfigFlag(c) + "--kube-context " + aimAt(c, " --kube-apiserver ")
-}
+func helmAt(c *snapshot.Cluster) shellcmd.Arg { return shellcmd.Program("helm", aimAt(c)) }
 
-// kubeconfigFlag names the kubeconfig file the live read was given, so that a pasted command
-// reads the same file whatever $KUBECONFIG the shell has.
-func kubeconfigFlag(c *snapshot.Cluster) string {
-	if c.Kubeconfig == "" {
-		return ""
-	}
-	return "--kubeconfig " + shellQuote(c.Kubeconfig) + " "
-}
-
-func aimAt(c *snapshot.Cluster, serverFlag string) string {
+func aimAt(c *snapshot.Cluster) shellcmd.Target {
 	ctx := c.Context
 	if ctx == "" {
 		ctx = c.Name
 	}
-	out := shellQuote(ctx)
-	if c.ContextServer != "" {
-		out += serverFlag + shellQuote(c.ContextServer)
-	}
-	return out
+	return shellcmd.Target{Kubeconfig: c.Kubeconfig, Context: ctx, Server: c.ContextServer}
 }
 
-// shellQuote quotes a name for a POSIX shell when it holds anything but the characters
-// kubeconfig names and URLs usually have: a bundle is untrusted input.
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
+func namespaceArg(ns string) shellcmd.Arg { return shellcmd.Value(shellcmd.Namespace, "namespace", ns) }
+
+func releaseArg(name string) shellcmd.Arg {
+	return shellcmd.Value(shellcmd.Release, "release name", name)
 }
+
+func nameArg(name string) shellcmd.Arg { return shellcmd.Value(shellcmd.Name, "", name) }
 
 // settles makes a resync step for a stuck release verify only once the release has moved on to
 // a deployed revision, not merely once the Fleet controller reconciled the bump.

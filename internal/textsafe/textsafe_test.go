@@ -34,8 +34,26 @@ func TestTextRemovesEscapeSequences(t *testing.T) {
 			t.Errorf("Text(%q) is not Safe", in)
 		}
 	}
-	if got := Line("a\nb\tc\r\x1b[2Jd"); got != "a b c d" {
+	if got := Line("a\nb\tc\r\x1b[2Jd"); got != "a⏎b c⏎d" {
 		t.Errorf("Line = %q", got)
+	}
+}
+
+// Text quoted on one line cannot start a line of its own: every kind of line break shows as
+// one ⏎ joined to the words around it, so a Helm description cannot print a block that
+// passes for the report's advice, even where the table folds it at spaces.
+func TestLineShowsEveryLineBreak(t *testing.T) {
+	for in, want := range map[string]string{
+		"Upgrade failed\n    next safe step (repair):\n        $ helm rollback x 1": "Upgrade failed⏎next safe step (repair):⏎$ helm rollback x 1",
+		"a \t\n\t b ":     "a⏎b ",
+		"a\r\nb":          "a⏎b",
+		"a\rb":            "a⏎b",
+		"a\n\nb":          "a⏎⏎b",
+		"a\u2028b\u2029c": "a⏎b⏎c",
+	} {
+		if got := Line(in); got != want {
+			t.Errorf("Line(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
