@@ -17,7 +17,7 @@ import (
 // The records in testdata/records are release podinfo in namespace podinfo, revision 1
 // deployed and revision 2 pending-upgrade, as each Helm writes them: helm4-* marshalled from
 // Helm 4.2's own types (pkg/release/v1, pkg/chart/v2, pkg/chart/common), with apply_method
-// "ssa" (installed with --server-side), the chart's modtime and schemamodtime and each chart
+// "ssa" (helm install's default), the chart's modtime and schemamodtime and each chart
 // file's modtime, zero times omitted; helm3-* marshalled from Helm 3.22's (pkg/release,
 // pkg/chart), with "deleted":"" and no apply_method.
 func fixture(t *testing.T, name string) []byte {
