@@ -26,8 +26,8 @@ import (
 
 // Helm steps write release records with Helm's own storage (helm.sh/helm/v3/pkg/storage and
 // driver.Secrets), through a SecretInterface that adds what Helm's driver does not do: the
-// guard, server-side dry-run, and the resourceVersion read when planning as a precondition of
-// every update. Helm's action.Rollback is not used: it needs Helm's kube client, which cannot
+// guard, server-side dry-run, the resourceVersion read when planning as a precondition of
+// every update, and records written without loss (helmrecord.go). Helm's action.Rollback is not used: it needs Helm's kube client, which cannot
 // dry-run or hold a write to a resourceVersion. Instead the rollback follows action.Rollback
 // step by step (prepareRollback, performRollback, Run) and re-applies the target revision's
 // manifest objects with server-side apply.

@@ -40,11 +40,13 @@ func (g *guardedSecrets) List(ctx context.Context, opts metav1.ListOptions) (*co
 	return l, err
 }
 
+// remember keeps a copy: Helm's driver hands the labels map of what it lists to the releases
+// it decodes.
 func (g *guardedSecrets) remember(s *corev1.Secret) {
 	if g.read == nil {
 		g.read = map[string]*corev1.Secret{}
 	}
-	g.read[s.Name] = s
+	g.read[s.Name] = s.DeepCopy()
 }
 
 // derive names the release Secret whose record the new record of Secret name is made from.
