@@ -179,52 +179,73 @@ var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 // Decode turns Helm's stored form back into a release record: base64 → gzip → JSON, with one
 // more base64 layer tolerated, and uncompressed JSON accepted (Helm only gzips when it can).
 func Decode(data []byte) (*release.Release, error) {
+	var rec storedRecord
+	err := withPayload(data, func(b []byte) error {
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return fmt.Errorf("release payload: JSON: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rec.Name == "" && rec.Version == 0 && rec.Info == nil {
+		return nil, fmt.Errorf("release payload holds no release record")
+	}
+	return rec.release(), nil
+}
+
+// withPayload undoes Helm's stored form (base64 → gzip, as Decode describes) and hands the
+// record's JSON to use; a decompressed payload is held, within the bound on payloads
+// decompressed at once, only while use runs.
+func withPayload(data []byte, use func([]byte) error) error {
 	b := bytes.TrimSpace(data)
 	if len(b) == 0 {
-		return nil, fmt.Errorf("empty release payload")
+		return fmt.Errorf("empty release payload")
 	}
 	for layer := 0; layer < 3 && !bytes.HasPrefix(b, gzipMagic) && !looksJSON(b); layer++ {
 		// Helm writes one unbroken line; a value that went through base64(1) or an editor may
 		// be wrapped.
 		d, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(b)), ""))
 		if err != nil {
-			return nil, fmt.Errorf("release payload is not base64 (layer %d): %w", layer+1, err)
+			return fmt.Errorf("release payload is not base64 (layer %d): %w", layer+1, err)
 		}
 		b = bytes.TrimSpace(d)
 	}
-	if bytes.HasPrefix(b, gzipMagic) {
-		payloads <- struct{}{}
-		defer func() { <-payloads }()
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, fmt.Errorf("release payload: gzip: %w", err)
-		}
-		// gzip's trailer states the decompressed size: read into a buffer of that size (within
-		// the limit) rather than let it double its way up to twice the payload.
-		var buf bytes.Buffer
-		if n := len(b); n >= 4 {
-			if size := binary.LittleEndian.Uint32(b[n-4:]); size <= maxPayload {
-				buf.Grow(int(size) + bytes.MinRead)
-			}
-		}
-		_, err = buf.ReadFrom(io.LimitReader(zr, maxPayload+1))
-		d := buf.Bytes()
-		if err != nil {
-			return nil, fmt.Errorf("release payload: gzip: %w", err)
-		}
-		if len(d) > maxPayload {
-			return nil, fmt.Errorf("release payload larger than %d MiB decompressed", maxPayload>>20)
-		}
-		b = d
+	if !bytes.HasPrefix(b, gzipMagic) {
+		return use(b)
 	}
-	var rec storedRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("release payload: JSON: %w", err)
+	payloads <- struct{}{}
+	defer func() { <-payloads }()
+	d, err := gunzip(b)
+	if err != nil {
+		return err
 	}
-	if rec.Name == "" && rec.Version == 0 && rec.Info == nil {
-		return nil, fmt.Errorf("release payload holds no release record")
+	return use(d)
+}
+
+// gunzip decompresses a release payload within maxPayload.
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("release payload: gzip: %w", err)
 	}
-	return rec.release(), nil
+	// gzip's trailer states the decompressed size: read into a buffer of that size (within
+	// the limit) rather than let it double its way up to twice the payload.
+	var buf bytes.Buffer
+	if n := len(b); n >= 4 {
+		if size := binary.LittleEndian.Uint32(b[n-4:]); size <= maxPayload {
+			buf.Grow(int(size) + bytes.MinRead)
+		}
+	}
+	_, err = buf.ReadFrom(io.LimitReader(zr, maxPayload+1))
+	if err != nil {
+		return nil, fmt.Errorf("release payload: gzip: %w", err)
+	}
+	if buf.Len() > maxPayload {
+		return nil, fmt.Errorf("release payload larger than %d MiB decompressed", maxPayload>>20)
+	}
+	return buf.Bytes(), nil
 }
 
 // storedRecord is the part of Helm's stored release that unstick reads: name, revision, status,

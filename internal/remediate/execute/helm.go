@@ -26,8 +26,8 @@ import (
 
 // Helm steps write release records with Helm's own storage (helm.sh/helm/v3/pkg/storage and
 // driver.Secrets), through a SecretInterface that adds what Helm's driver does not do: the
-// guard, server-side dry-run, and the resourceVersion read when planning as a precondition of
-// every update. Helm's action.Rollback is not used: it needs Helm's kube client, which cannot
+// guard, server-side dry-run, the resourceVersion read when planning as a precondition of
+// every update, and records written without loss (helmrecord.go). Helm's action.Rollback is not used: it needs Helm's kube client, which cannot
 // dry-run or hold a write to a resourceVersion. Instead the rollback follows action.Rollback
 // step by step (prepareRollback, performRollback, Run) and re-applies the target revision's
 // manifest objects with server-side apply.
@@ -45,6 +45,11 @@ type guardedSecrets struct {
 	lastErr error
 	// afterWrite journals each write as it is made (and runs the test hook).
 	afterWrite func(Write) error
+	// read holds each Secret as last read or written, the base of its next write;
+	// derived names, for a new record, the Secret whose record it is made from
+	// (helmrecord.go).
+	read    map[string]*corev1.Secret
+	derived map[string]string
 }
 
 func (g *guardedSecrets) object(name string) remediate.Object {
@@ -53,6 +58,11 @@ func (g *guardedSecrets) object(name string) remediate.Object {
 
 func (g *guardedSecrets) Create(ctx context.Context, s *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
 	o := g.object(s.Name)
+	s, err := g.created(ctx, s)
+	if err != nil {
+		g.lastErr = err
+		return nil, err
+	}
 	if err := remediate.Guard(o, string(s.Type), s.Labels); err != nil {
 		g.lastErr = err
 		return nil, err
@@ -69,6 +79,7 @@ func (g *guardedSecrets) Create(ctx context.Context, s *corev1.Secret, opts meta
 	if !g.dry {
 		g.writes = append(g.writes, Write{Cluster: g.cluster, APIVersion: "v1", Kind: "Secret", Namespace: g.namespace, Name: s.Name, Op: "create", After: out.ResourceVersion, UID: string(out.UID)})
 		g.expect[s.Name] = out.ResourceVersion
+		g.remember(out)
 		if err := g.hook(); err != nil {
 			return nil, err
 		}
@@ -81,6 +92,11 @@ func (g *guardedSecrets) Update(ctx context.Context, s *corev1.Secret, opts meta
 	rv, ok := g.expect[s.Name]
 	if !ok {
 		err := fmt.Errorf("refusing an unplanned write to Secret %s/%s", g.namespace, s.Name)
+		g.lastErr = err
+		return nil, err
+	}
+	s, err := g.updated(ctx, s, rv)
+	if err != nil {
 		g.lastErr = err
 		return nil, err
 	}
@@ -101,6 +117,7 @@ func (g *guardedSecrets) Update(ctx context.Context, s *corev1.Secret, opts meta
 	if !g.dry {
 		g.writes = append(g.writes, Write{Cluster: g.cluster, APIVersion: "v1", Kind: "Secret", Namespace: g.namespace, Name: s.Name, Op: "update", Before: rv, After: out.ResourceVersion, UID: string(out.UID)})
 		g.expect[s.Name] = out.ResourceVersion
+		g.remember(out)
 		if err := g.hook(); err != nil {
 			return nil, err
 		}
@@ -265,6 +282,7 @@ func (e *Executor) rollback(ctx context.Context, cl *cluster, st remediate.Step,
 			// A dry-run cannot update what it did not create: validate the final record.
 			rel.Info.Status = release.StatusDeployed
 		}
+		gs.derive(h.SecretName(rel.Version), h.SecretName(h.Target))
 		if err := store.Create(rel); err != nil {
 			return nil, e.helmErr(st, gs, h.SecretName(rel.Version), err)
 		}
