@@ -64,3 +64,22 @@ func TestUnrelatedInputIsIncomplete(t *testing.T) {
 		})
 	}
 }
+
+// A Rancher-provisioned cluster at rest, its machine-plan Secrets as rancher-system-agent
+// leaves them after a successful apply (failed-checksum "", failure-count 0, ...), is
+// neither stuck nor a partial read: scan and preflight exit 0.
+func TestHealthyProvisionedClusterExitsZero(t *testing.T) {
+	const bundle = "../../testdata/scenarios/rancher/provisioned-healthy"
+	for _, args := range [][]string{
+		{"scan", "--from", bundle},
+		{"preflight", "--from", bundle, "--offline-registry"},
+	} {
+		out, stderr, code := run(t, args...)
+		if code != ExitOK {
+			t.Errorf("%v: exit %d, want 0\n%s\n%s", args, code, out, stderr)
+		}
+		if strings.Contains(out+stderr, "not a checksum or number") {
+			t.Errorf("%v: normal machine-plan data reported as an error:\n%s", args, out)
+		}
+	}
+}

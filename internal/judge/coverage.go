@@ -60,13 +60,45 @@ func holdsUpgradeMachinery(c *snapshot.Cluster) bool {
 			return true
 		}
 	}
-	for _, d := range c.Deployments {
-		if upgradeNamespace(d.Namespace) {
+	for _, ns := range c.Namespaces {
+		if upgradeNamespace(ns.Name) {
 			return true
 		}
 	}
 	for _, j := range c.Jobs {
-		if upgradeNamespace(j.Namespace) || j.Labels["upgrade.cattle.io/plan"] != "" {
+		if j.Labels["upgrade.cattle.io/plan"] != "" {
+			return true
+		}
+	}
+	return holdsObjectIn(c, upgradeNamespace)
+}
+
+// holdsObjectIn says whether a namespaced object of c lives in a namespace ns accepts.
+func holdsObjectIn(c *snapshot.Cluster, ns func(string) bool) bool {
+	var names []string
+	for _, o := range c.Pods {
+		names = append(names, o.Namespace)
+	}
+	for _, o := range c.Deployments {
+		names = append(names, o.Namespace)
+	}
+	for _, o := range c.DaemonSets {
+		names = append(names, o.Namespace)
+	}
+	for _, o := range c.Jobs {
+		names = append(names, o.Namespace)
+	}
+	for _, o := range c.Secrets {
+		names = append(names, o.Namespace)
+	}
+	for _, o := range c.ConfigMaps {
+		names = append(names, o.Namespace)
+	}
+	for _, o := range c.Events {
+		names = append(names, o.InvolvedObject.Namespace)
+	}
+	for _, n := range names {
+		if ns(n) {
 			return true
 		}
 	}
@@ -80,7 +112,8 @@ func upgradeGroup(apiVersion string) bool {
 	return found && (group == "cattle.io" || strings.HasSuffix(group, ".cattle.io") || strings.HasSuffix(group, "cluster.x-k8s.io"))
 }
 
-// upgradeNamespace: the namespaces Rancher's agents, Fleet's agent and SUC run in.
+// upgradeNamespace: the namespaces Rancher's agents, Fleet's agent and controller and SUC
+// run in, and Fleet's cluster namespaces on the management cluster.
 func upgradeNamespace(ns string) bool {
-	return strings.HasPrefix(ns, "cattle-") || ns == "system-upgrade"
+	return strings.HasPrefix(ns, "cattle-") || strings.HasPrefix(ns, "fleet-") || strings.HasPrefix(ns, "cluster-fleet-") || ns == "system-upgrade"
 }
