@@ -50,7 +50,7 @@ func Group(ctx *Context, fs []finding.Finding) ([]finding.Incident, []finding.Fi
 	for _, r := range order {
 		g := groups[r]
 		sort.SliceStable(g, func(i, j int) bool { return ctx.causeBefore(g[i], g[j]) })
-		incidents = append(incidents, finding.Incident{RootCause: g[0], Symptoms: append([]finding.Finding{}, g[1:]...)})
+		incidents = append(incidents, finding.NewIncident(g[0], append([]finding.Finding{}, g[1:]...)))
 	}
 	incidents, fs = ctx.fleetwide(incidents, fs)
 	sort.SliceStable(incidents, func(i, j int) bool {
@@ -175,7 +175,7 @@ func (c *Context) fleetwide(incs []finding.Incident, fs []finding.Finding) ([]fi
 		}
 		fs = append(fs, fw)
 		sort.SliceStable(symptoms, func(i, j int) bool { return c.causeBefore(symptoms[i], symptoms[j]) })
-		out = append(out, finding.Incident{RootCause: fw, Symptoms: symptoms})
+		out = append(out, finding.NewIncident(fw, symptoms))
 	}
 	for i, inc := range incs {
 		if !merged[i] {

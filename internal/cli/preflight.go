@@ -170,10 +170,14 @@ type preflightResult struct {
 	// BlockingImages are upgrade images that are missing or lack a node platform, whether or
 	// not a finding names them (an agent image, say).
 	BlockingImages []imageRow `json:"blockingImages"`
-	// Unverified are images whose registry could not answer.
-	Unverified []imageRow     `json:"unverifiedImages"`
-	Images     []imageRow     `json:"images"`
-	Report     *report.Report `json:"report"`
+	// Unverified are images whose registry could not answer, or was not asked.
+	Unverified []imageRow `json:"unverifiedImages"`
+	// ImagesChecked counts the references a registry answered for (or that are not valid
+	// references); ImagesUnchecked those it did not (unreachable, refused, not asked).
+	ImagesChecked   int            `json:"imagesChecked"`
+	ImagesUnchecked int            `json:"imagesUnchecked"`
+	Images          []imageRow     `json:"images"`
+	Report          *report.Report `json:"report"`
 }
 
 func (o *preflightOptions) run(ctx context.Context) error {
@@ -206,7 +210,10 @@ func (o *preflightOptions) run(ctx context.Context) error {
 	case "go":
 		return nil
 	case verdictIncomplete:
-		return o.judge.verdictError(res.Report)
+		if o.judge.allowIncomplete {
+			return nil
+		}
+		return &IncompleteError{Gaps: res.gaps()}
 	}
 	return &FindingsError{Count: len(res.Blocking) + len(res.BlockingImages), Severity: o.judge.failSev.String()}
 }
@@ -254,19 +261,35 @@ func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog,
 			if !covered {
 				res.BlockingImages = append(res.BlockingImages, r)
 			}
-		case r.problem() != "":
+		case !r.checked() && !offline:
 			res.Unverified = append(res.Unverified, r)
+		}
+		if r.checked() {
+			res.ImagesChecked++
+		} else {
+			res.ImagesUnchecked++
 		}
 	}
 	switch {
 	case len(res.Blocking) > 0 || len(res.BlockingImages) > 0:
 		res.Verdict = "no-go"
-	case rep.Verdict == report.VerdictIncomplete:
+	case rep.Verdict == report.VerdictIncomplete || len(res.Unverified) > 0:
 		res.Verdict = verdictIncomplete
 	default:
 		res.Verdict = "go"
 	}
 	return res
+}
+
+// gaps says why a preflight is incomplete: what the report could not read, and the images
+// no registry answered for.
+func (r *preflightResult) gaps() []string {
+	out := r.Report.Gaps()
+	if n := len(r.Unverified); n > 0 {
+		out = append(out, fmt.Sprintf("%s could not be verified in %s registry (--offline-registry judges images by events and logs only)",
+			plural.Forms(n, "image", "images"), map[bool]string{true: "its", false: "their"}[n == 1]))
+	}
+	return out
 }
 
 // blocker is a finding that stops an upgrade, marked gate (an upgrade-readiness check of
@@ -318,7 +341,11 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 	if len(r.Unverified) > 0 {
 		fmt.Fprintln(w, "\nNOT VERIFIED")
 		for _, row := range r.Unverified {
-			fmt.Fprintf(w, "  image %s %s\n", line(row.Ref), line(row.problem()))
+			why := row.problem()
+			if why == "" {
+				why = "was not checked in its registry"
+			}
+			fmt.Fprintf(w, "  image %s %s; used by %s\n", line(row.Ref), line(why), line(strings.Join(row.usedBy(), "; ")))
 		}
 	}
 	if len(r.Report.Errors) > 0 {
@@ -328,18 +355,25 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 		}
 	}
 	if r.Verdict == verdictIncomplete {
-		fmt.Fprintf(w, "\nNothing blocks in what was read, but %s: not a go.\n", line(strings.Join(r.Report.Gaps(), "; ")))
+		fmt.Fprintf(w, "\nNothing blocks in what was read, but %s: not a go.\n", line(strings.Join(r.gaps(), "; ")))
 	}
-	switch {
-	case r.Registry == "offline":
-		fmt.Fprintln(w, "\nRegistry not asked (--offline-registry): images judged by events and logs only.")
-	default:
-		fmt.Fprintf(w, "\nRegistry checked: %s ('%s images' lists them).\n", plural.Forms(len(r.Images), "image reference", "image references"), name)
-	}
+	fmt.Fprintln(w)
+	writeRegistryFooter(w, r, name)
 	if r.Verdict != "go" {
 		fmt.Fprintf(w, "Details and fix ladders: %s explain ID; next steps: %s scan with the same input.\n", name, name)
 	}
 	return nil
+}
+
+// writeRegistryFooter says how many image references a registry answered for and how many
+// it did not, and, with --offline-registry, that images were not checked.
+func writeRegistryFooter(w io.Writer, r *preflightResult, name string) {
+	refs := plural.Forms(len(r.Images), "image reference", "image references")
+	if r.Registry == "offline" {
+		fmt.Fprintf(w, "Images not checked (--offline-registry): %s judged by events and logs only ('%s images' lists them).\n", refs, name)
+		return
+	}
+	fmt.Fprintf(w, "Registry: %s, %d checked, %d could not be checked ('%s images' lists them).\n", refs, r.ImagesChecked, r.ImagesUnchecked, name)
 }
 
 // whereLabel names the cluster a finding is on and, for management-side findings, the

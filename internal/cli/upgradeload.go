@@ -286,6 +286,16 @@ func (r imageRow) problem() string {
 	return ""
 }
 
+// checked says a registry answered for the reference (or it is not a valid reference, which
+// needs no registry to judge): not unreachable, refused or left unasked.
+func (r imageRow) checked() bool {
+	switch imageref.Status(r.Status) {
+	case imageref.Unauthorized, imageref.Unreachable, Unchecked:
+		return false
+	}
+	return true
+}
+
 // blocking reports a row that stops an upgrade (as opposed to one that could not be verified).
 func (r imageRow) blocking() bool {
 	s := imageref.Status(r.Status)

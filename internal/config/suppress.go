@@ -91,7 +91,7 @@ func (c *Config) Apply(now time.Time, incidents []finding.Incident, fs []finding
 		if len(left) == 0 {
 			continue
 		}
-		keptIncs = append(keptIncs, finding.Incident{RootCause: left[0], Symptoms: append([]finding.Finding{}, left[1:]...)})
+		keptIncs = append(keptIncs, finding.NewIncident(left[0], append([]finding.Finding{}, left[1:]...)))
 	}
 	sort.SliceStable(keptIncs, func(i, j int) bool { return keptIncs[i].RootCause.Severity > keptIncs[j].RootCause.Severity })
 	return keptIncs, keptFs, res

@@ -4,6 +4,7 @@ package finding
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -108,6 +109,52 @@ type Finding struct {
 type Incident struct {
 	RootCause Finding   `json:"rootCause"`
 	Symptoms  []Finding `json:"symptoms"`
+	// Clusters are the clusters the incident affects, sorted: every cluster one of its
+	// findings was read on and every cluster one of them is about (Affects). A Rancher
+	// drain blocked on prod-eu-2 affects prod-eu-2 though its evidence is on the management
+	// cluster. Every view takes a cluster's status from the incidents naming it here.
+	Clusters []string `json:"clusters"`
+}
+
+// NewIncident groups root and its symptoms and attributes the incident to the clusters it
+// affects.
+func NewIncident(root Finding, symptoms []Finding) Incident {
+	inc := Incident{RootCause: root, Symptoms: symptoms}
+	inc.Clusters = affectedClusters(inc)
+	return inc
+}
+
+func affectedClusters(inc Incident) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	add := func(name string) {
+		if name != "" && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	for _, f := range append([]Finding{inc.RootCause}, inc.Symptoms...) {
+		add(f.Cluster)
+		add(f.Affects)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Worst is the incident's severity for the clusters it affects: the worst of its findings
+// (the root cause's, unless a symptom is worse).
+func (inc Incident) Worst() Severity {
+	w := inc.RootCause.Severity
+	for _, f := range inc.Symptoms {
+		w = max(w, f.Severity)
+	}
+	return w
+}
+
+// Affects says whether the incident affects cluster.
+func (inc Incident) Affects(cluster string) bool {
+	i := sort.SearchStrings(inc.Clusters, cluster)
+	return i < len(inc.Clusters) && inc.Clusters[i] == cluster
 }
 
 // ScanError is a check, file or object that could not be read or judged.

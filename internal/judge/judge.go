@@ -93,6 +93,9 @@ func Judge(s *snapshot.Snapshot, o Options) Result {
 		}
 	}
 	rep.Warnings = append(append(rep.Warnings, warnings...), coverageWarnings(s)...)
+	if gap := upgradeMachineryGap(s); gap != "" {
+		rep.NotJudged = append(rep.NotJudged, gap)
+	}
 	rep.SetVerdict(o.FailOn)
 	return Result{Report: rep, Suppressed: sup}
 }

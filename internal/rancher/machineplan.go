@@ -29,7 +29,10 @@ const SecretTypeMachinePlan = "rke.cattle.io/machine-plan"
 // Data keys of a machine-plan Secret. The planner writes plan, max-failures and
 // failure-threshold (pkg/capr/planner/store.go UpdatePlan); rancher-system-agent writes the
 // rest back (rancher/system-agent pkg/k8splan/watcher.go: applied-checksum, applied-output,
-// probe-statuses; its applyinator the failed-* keys and failure-count).
+// probe-statuses; its applyinator the failed-* keys and failure-count). Keys unstick does
+// not judge are left out of what it keeps without complaint: appliedPlan's sibling
+// applied-periodic-output, success-count, last-apply-time, probe-period-seconds, and the
+// plan-state and plan-revision keys newer agents and planners exchange.
 const (
 	KeyPlan             = "plan"        // the node plan: files, instructions — and join tokens
 	KeyAppliedPlan      = "appliedPlan" // the plan last applied successfully: the same secrets
@@ -166,13 +169,16 @@ func SafeData(data map[string][]byte) (out map[string][]byte, problems []string)
 		problems = append(problems, redact.Lines(strings.Split(v, "\n"))...)
 	}
 	for _, k := range []string{KeyAppliedChecksum, KeyFailedChecksum, KeyFailureCount, KeyFailureThreshold, KeyMaxFailures} {
-		if v, ok := data[k]; ok {
-			// Checksums and counters: a hex string or a number. Anything else is dropped.
-			if s := strings.TrimSpace(string(v)); isToken(s) {
-				out[k] = []byte(s)
-			} else {
-				problems = append(problems, k+" is not a checksum or number")
-			}
+		// Checksums and counters: a hex string or a number (-1: no limit). Empty is normal:
+		// rancher-system-agent blanks failed-checksum (and failed-output) after every
+		// successful apply and applied-checksum on its first start (pkg/k8splan/watcher.go).
+		// Anything else is dropped.
+		switch s := strings.TrimSpace(string(data[k])); {
+		case s == "":
+		case isToken(s):
+			out[k] = []byte(s)
+		default:
+			problems = append(problems, k+" is not a checksum or number")
 		}
 	}
 	for _, k := range []string{KeyPlan, KeyAppliedPlan} {

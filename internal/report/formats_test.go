@@ -207,7 +207,9 @@ func TestSARIFValidatesAgainstTheSchema(t *testing.T) {
 }
 
 // JUnit parses with a standard JUnit XML parser: one test case per check per cluster, the
-// findings at or above --fail-on as failures, the rest in system-out.
+// incidents at or above --fail-on as failures in the suite of every cluster they affect
+// (a fleet-wide incident in each of its clusters), the rest in system-out; a suite fails
+// exactly when its cluster's status is at or above --fail-on.
 func TestJUnitParses(t *testing.T) {
 	r := reporttest.Fleet(300)
 	checks := []report.CheckInfo{
@@ -224,14 +226,11 @@ func TestJUnitParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("JUnit does not parse: %v", err)
 	}
-	if len(suites) != len(r.Clusters)+1 { // + the fleet-wide suite
-		t.Fatalf("%d suites, want %d", len(suites), len(r.Clusters)+1)
+	if len(suites) != len(r.Clusters) { // every check's IDs are owned: no fleet-wide suite
+		t.Fatalf("%d suites, want %d", len(suites), len(r.Clusters))
 	}
 	failed, errored := map[string]bool{}, 0
 	for _, s := range suites {
-		if s.Name == "(fleet-wide)" {
-			continue
-		}
 		if len(s.Tests) != len(checks) {
 			t.Errorf("suite %s: %d tests, want one per check (%d)", s.Name, len(s.Tests), len(checks))
 		}
@@ -240,26 +239,35 @@ func TestJUnitParses(t *testing.T) {
 			case junit.StatusFailed:
 				failed[s.Name] = true
 				e, ok := tc.Error.(junit.Error)
-				if !ok || !strings.Contains(e.Message, "finding") || !strings.Contains(e.Body, "unstick explain") {
-					t.Errorf("%s/%s: a failure that does not carry its findings: %+v", s.Name, tc.Name, tc.Error)
+				if !ok || !strings.Contains(e.Message, "incident") || !strings.Contains(e.Body, "unstick explain") {
+					t.Errorf("%s/%s: a failure that does not carry its incidents: %+v", s.Name, tc.Name, tc.Error)
 				}
 			case junit.StatusError:
 				errored++
 			}
 		}
-	}
-	want := map[string]bool{}
-	for _, f := range r.Findings {
-		if f.Severity >= finding.Error && f.ID != "fleet/fleetwide-failure" {
-			a := f.Cluster
-			if f.Affects != "" {
-				a = f.Affects
-			}
-			want[a] = true
+		status, _ := r.StatusOf(s.Name)
+		if s.Properties["status"] != status {
+			t.Errorf("suite %s: status property %q, the report says %q", s.Name, s.Properties["status"], status)
+		}
+		sev, err := finding.ParseSeverity(status)
+		if atOrAbove := err == nil && sev >= finding.Error; atOrAbove != failed[s.Name] {
+			t.Errorf("suite %s: failed %v, but the cluster's status is %s", s.Name, failed[s.Name], status)
 		}
 	}
-	if len(failed) != len(want) {
-		t.Errorf("%d clusters have failures, want %d", len(failed), len(want))
+	fleetwide := 0
+	for _, inc := range r.Incidents {
+		if inc.RootCause.ID == "fleet/fleetwide-failure" {
+			fleetwide++
+			for _, c := range inc.Clusters {
+				if !failed[c] {
+					t.Errorf("the fleet-wide incident affects %s, whose suite does not fail", c)
+				}
+			}
+		}
+	}
+	if fleetwide == 0 {
+		t.Error("the synthetic fleet has no fleet-wide incident: the test lost its case")
 	}
 	if errored != 1 {
 		t.Errorf("%d test cases errored, want 1 (the forbidden check)", errored)

@@ -137,15 +137,9 @@ func buildPage(r *Report, o Options) htmlPage {
 	return p
 }
 
-// clusterGrid groups every cluster by the worst severity of the findings about it.
+// clusterGrid groups every cluster by its status (Report.StatusOf): the worst incident
+// affecting it, whichever cluster holds the evidence.
 func clusterGrid(r *Report) ([]tileGroup, int) {
-	worst := map[string]finding.Severity{}
-	nf := map[string]int{}
-	for _, f := range r.Findings {
-		a := about(f)
-		worst[a] = max(worst[a], f.Severity)
-		nf[a]++
-	}
 	roles := map[string]string{}
 	contexts := map[string]string{}
 	for _, c := range r.Clusters {
@@ -155,17 +149,20 @@ func clusterGrid(r *Report) ([]tileGroup, int) {
 	bySev := map[string][]tile{}
 	names := clusterNames(r)
 	for _, n := range names {
-		sev := "ok"
-		if w := worst[n]; w > 0 {
-			sev = w.String()
+		status, incs := r.StatusOf(n)
+		sev := status
+		if _, err := finding.ParseSeverity(status); err != nil {
+			sev = "ok" // ok, hidden, incomplete, no data: no incident affects it
 		}
 		role := roles[n]
 		if role == "" {
 			role = "not scanned"
 		}
-		title := fmt.Sprintf("%s (%s): %s", n, role, plural.Of(nf[n], "finding"))
+		title := fmt.Sprintf("%s (%s): %s", n, role, plural.Of(incs, "incident"))
 		if sev != "ok" {
 			title += ", worst " + sev
+		} else if status != StatusOK {
+			title += ", " + status
 		}
 		if ctx := contexts[n]; ctx != "" {
 			title += "; context " + ctx
@@ -181,7 +178,7 @@ func clusterGrid(r *Report) ([]tileGroup, int) {
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 		label := s
 		if s == "ok" {
-			label = "no findings"
+			label = "no incidents"
 		}
 		groups = append(groups, tileGroup{Sev: s, Label: label, Open: len(ts) <= tilesOpen || s != "ok", Tiles: ts})
 	}
@@ -213,22 +210,7 @@ func htmlIncidentOf(r *Report, n int, inc finding.Incident) htmlIncident {
 		Ladder:    rc.Remediation,
 		NSymptoms: len(inc.Symptoms),
 	}
-	clusters := []string{}
-	for _, f := range append([]finding.Finding{rc}, inc.Symptoms...) {
-		clusters = appendNew(clusters, f.Cluster)
-		if f.Affects != "" {
-			clusters = appendNew(clusters, f.Affects)
-		}
-	}
-	// A fleet-wide incident's evidence names each affected cluster as its source.
-	if rc.ID == "fleet/fleetwide-failure" {
-		for _, e := range rc.Evidence {
-			if e.Source != "signature" && !strings.ContainsAny(e.Source, " /") {
-				clusters = appendNew(clusters, e.Source)
-			}
-		}
-	}
-	h.Clusters = strings.Join(clusters, " ")
+	h.Clusters = strings.Join(inc.Clusters, " ")
 	if s := earliest(inc); s != nil {
 		h.Age = humanDuration(r.EvaluatedAt.Sub(*s))
 	}

@@ -14,9 +14,11 @@ import (
 )
 
 // JUnit XML as CI systems read it (the Ant/Surefire dialect Jenkins, GitLab and GitHub
-// reporters share): one test suite per cluster, one test case per check in it. A finding
-// at or above --fail-on fails the test case of the check that reported it on the cluster it
-// is about; findings below it are listed in the case's system-out.
+// reporters share): one test suite per cluster, one test case per check in it. An incident
+// at or above --fail-on fails the test case of the check that reported its root cause, in
+// the suite of every cluster it affects (finding.Incident.Clusters), so a suite fails when
+// its cluster's status is at or above --fail-on; incidents below it are listed in the
+// case's system-out. Each suite carries the cluster's status as a property.
 
 type junitSuites struct {
 	XMLName   xml.Name     `xml:"testsuites"`
@@ -88,8 +90,8 @@ func renderJUnit(w io.Writer, r *Report, o Options) error {
 		}
 	}
 	type cell struct {
-		findings []finding.Finding
-		errs     []finding.ScanError
+		incidents []finding.Incident
+		errs      []finding.ScanError
 	}
 	cells := map[[2]string]*cell{} // {cluster, check}
 	at := func(cluster, check string) *cell {
@@ -100,14 +102,18 @@ func renderJUnit(w io.Writer, r *Report, o Options) error {
 		return cells[k]
 	}
 	var fleetIDs []string
-	for _, f := range r.Findings {
-		check, ok := owner[f.ID]
+	// An incident fails the test case of the check that found its root cause in the suite of
+	// every cluster it affects, so a suite fails exactly when its cluster's status does.
+	for _, inc := range r.Incidents {
+		check, ok := incidentCheck(inc, owner)
 		if !ok {
-			at(fleetSuite, f.ID).findings = append(at(fleetSuite, f.ID).findings, f)
-			fleetIDs = appendNew(fleetIDs, f.ID)
+			at(fleetSuite, inc.RootCause.ID).incidents = append(at(fleetSuite, inc.RootCause.ID).incidents, inc)
+			fleetIDs = appendNew(fleetIDs, inc.RootCause.ID)
 			continue
 		}
-		at(about(f), check).findings = append(at(about(f), check).findings, f)
+		for _, c := range inc.Clusters {
+			at(c, check).incidents = append(at(c, check).incidents, inc)
+		}
 	}
 	var inputErrs []finding.ScanError
 	for _, e := range r.Errors {
@@ -131,6 +137,8 @@ func renderJUnit(w io.Writer, r *Report, o Options) error {
 		} else {
 			s.Properties = append(s.Properties, junitProperty{"role", "fleet cluster (not scanned)"})
 		}
+		status, n := r.StatusOf(name)
+		s.Properties = append(s.Properties, junitProperty{"status", status}, junitProperty{"incidents", strconv.Itoa(n)})
 		// The run's verdict and what filters and suppressions hid, on every suite: JUnit has
 		// no place for run-wide properties.
 		s.Properties = append(s.Properties, junitProperty{"verdict", r.Verdict},
@@ -138,7 +146,7 @@ func renderJUnit(w io.Writer, r *Report, o Options) error {
 		for _, c := range checks {
 			jc := junitCase{Name: c.Name, Classname: "unstick." + name, Time: "0"}
 			if x := cells[[2]string{name, c.Name}]; x != nil {
-				fillCase(&jc, x.findings, x.errs, failOn, o.name())
+				fillCase(&jc, x.incidents, x.errs, failOn, o.name())
 			}
 			s.add(jc)
 		}
@@ -149,7 +157,7 @@ func renderJUnit(w io.Writer, r *Report, o Options) error {
 		sort.Strings(fleetIDs)
 		for _, id := range fleetIDs {
 			jc := junitCase{Name: id, Classname: "unstick.fleet-wide", Time: "0"}
-			fillCase(&jc, cells[[2]string{fleetSuite, id}].findings, nil, failOn, o.name())
+			fillCase(&jc, cells[[2]string{fleetSuite, id}].incidents, nil, failOn, o.name())
 			s.add(jc)
 		}
 		if len(inputErrs) > 0 {
@@ -187,28 +195,39 @@ func (s *junitSuite) add(c junitCase) {
 	}
 }
 
-// fillCase fails the case with the findings at or above failOn, errors it with the checks
+// incidentCheck is the check whose test case an incident fails: the one that reports its
+// root cause, else (a fleet-wide incident, which grouping makes) the first symptom's.
+func incidentCheck(inc finding.Incident, owner map[string]string) (string, bool) {
+	for _, f := range append([]finding.Finding{inc.RootCause}, inc.Symptoms...) {
+		if c, ok := owner[f.ID]; ok {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// fillCase fails the case with the incidents at or above failOn, errors it with the checks
 // that could not run, and lists the rest in system-out.
-func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, failOn finding.Severity, name string) {
-	var failing, below []finding.Finding
-	for _, f := range fs {
-		if f.Severity >= failOn {
-			failing = append(failing, f)
+func fillCase(c *junitCase, incs []finding.Incident, errs []finding.ScanError, failOn finding.Severity, name string) {
+	var failing, below []finding.Incident
+	for _, inc := range incs {
+		if inc.Worst() >= failOn {
+			failing = append(failing, inc)
 		} else {
-			below = append(below, f)
+			below = append(below, inc)
 		}
 	}
 	if len(failing) > 0 {
 		var worst finding.Severity
 		ids := []string{}
 		var b strings.Builder
-		for _, f := range failing {
-			worst = max(worst, f.Severity)
-			ids = appendNew(ids, f.ID)
-			writeFinding(&b, f, name)
+		for _, inc := range failing {
+			worst = max(worst, inc.Worst())
+			ids = appendNew(ids, inc.RootCause.ID)
+			writeIncident(&b, inc, name)
 		}
 		c.Failure = &junitProblem{
-			Message: fmt.Sprintf("%s: %s", plural.Of(len(failing), "finding"), strings.Join(ids, ", ")),
+			Message: fmt.Sprintf("%s: %s", plural.Of(len(failing), "incident"), strings.Join(ids, ", ")),
 			Type:    worst.String(),
 			Text:    b.String(),
 		}
@@ -222,11 +241,20 @@ func fillCase(c *junitCase, fs []finding.Finding, errs []finding.ScanError, fail
 	}
 	if len(below) > 0 {
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s below the failure threshold:\n", plural.Of(len(below), "finding"))
-		for _, f := range below {
-			writeFinding(&b, f, name)
+		fmt.Fprintf(&b, "%s below the failure threshold:\n", plural.Of(len(below), "incident"))
+		for _, inc := range below {
+			writeIncident(&b, inc, name)
 		}
 		c.SystemOut = &junitText{b.String()}
+	}
+}
+
+// writeIncident writes the root cause in full and one line per symptom.
+func writeIncident(b *strings.Builder, inc finding.Incident, name string) {
+	writeFinding(b, inc.RootCause, name)
+	fmt.Fprintf(b, "  affects: %s\n", strings.Join(inc.Clusters, ", "))
+	for _, s := range inc.Symptoms {
+		fmt.Fprintf(b, "  symptom: [%s] %s %s: %s\n", strings.ToUpper(s.Severity.String()), s.ID, clusterLabel(s), s.Summary)
 	}
 }
 
@@ -256,16 +284,7 @@ func appendNew(list []string, s string) []string {
 	return append(list, s)
 }
 
-// about is the cluster a finding is about: the downstream cluster a management-side
-// finding names, else the cluster it was found on.
-func about(f finding.Finding) string {
-	if f.Affects != "" {
-		return f.Affects
-	}
-	return f.Cluster
-}
-
-// clusterNames lists the scanned clusters, then the clusters findings are about that were not
+// clusterNames lists the scanned clusters, then the clusters incidents affect that were not
 // scanned themselves (Fleet clusters known only to the management cluster), sorted.
 func clusterNames(r *Report) []string {
 	var names []string
@@ -277,10 +296,12 @@ func clusterNames(r *Report) []string {
 		}
 	}
 	var extra []string
-	for _, f := range r.Findings {
-		if a := about(f); a != "" && !seen[a] {
-			seen[a] = true
-			extra = append(extra, a)
+	for _, inc := range r.Incidents {
+		for _, a := range inc.Clusters {
+			if !seen[a] {
+				seen[a] = true
+				extra = append(extra, a)
+			}
 		}
 	}
 	sort.Strings(extra)

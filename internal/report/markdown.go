@@ -76,9 +76,10 @@ func renderMarkdown(w io.Writer, r *Report, o Options) error {
 		}
 	}
 	if len(r.Clusters) > 0 {
-		b.WriteString("\n## Clusters\n\n| Cluster | Role | Objects | Findings | Status | Context |\n|---|---|---:|---:|---|---|\n")
+		b.WriteString("\n## Clusters\n\n| Cluster | Role | Objects | Findings | Incidents | Status | Context |\n|---|---|---:|---:|---:|---|---|\n")
 		for _, c := range r.Clusters {
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdEscape(c.Name), mdEscape(c.Role), c.Objects, c.Findings, orNone(c.Status), mdEscape(contextLabel(c)))
+			status, _ := r.StatusOf(c.Name)
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %s |\n", mdEscape(c.Name), mdEscape(c.Role), c.Objects, c.Findings, c.Incidents, status, mdEscape(contextLabel(c)))
 		}
 	}
 	if len(r.Errors) > 0 {

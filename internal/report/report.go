@@ -34,7 +34,10 @@ type Report struct {
 	// The verdict and what stands behind it (verdict.go): set by Judge.
 	Verdict string `json:"verdict"`
 	// InputComplete is false when part of the input was not read, whatever the verdict.
-	InputComplete bool     `json:"inputComplete"`
+	InputComplete bool `json:"inputComplete"`
+	// NotJudged says what the input did not let unstick judge although it was read (it holds
+	// nothing of Fleet, Helm, SUC or Rancher): each makes the verdict incomplete.
+	NotJudged []string `json:"notJudged"`
 	FailOn        string   `json:"failOn"`
 	Hidden        Hidden   `json:"hidden"`
 	Clock         Clock    `json:"clock"`
@@ -59,9 +62,15 @@ type Cluster struct {
 	// with --kubeconfig to a live read.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Objects    int    `json:"objects"`
-	Findings   int    `json:"findings"`
-	Worst      string `json:"worstSeverity,omitempty"`
-	// Status is the worst severity, or ok, incomplete (read with errors) or no data.
+	// Findings counts the findings read on this cluster (their evidence is here); an
+	// incident may affect the cluster with its evidence elsewhere (Incidents).
+	Findings int `json:"findings"`
+	// Incidents counts the incidents that affect this cluster (finding.Incident.Clusters),
+	// wherever their evidence was read; Worst is the worst severity among them.
+	Incidents int    `json:"incidents"`
+	Worst     string `json:"worstSeverity,omitempty"`
+	// Status is Worst when an incident affects the cluster, else ok, incomplete (read with
+	// errors), no data or hidden. Every view shows this status.
 	Status string `json:"status"`
 	// Hidden counts this cluster's findings that filters and suppressions kept out.
 	Hidden int `json:"hidden,omitempty"`
@@ -74,19 +83,14 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 	for _, c := range s.Clusters {
 		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c),
 			Context: c.Context, ContextSource: string(c.ContextSource), ContextServer: c.ContextServer, Kubeconfig: c.Kubeconfig}
-		var worst finding.Severity
 		for _, f := range fs {
 			if f.Cluster == c.Name {
 				rc.Findings++
-				worst = max(worst, f.Severity)
 			}
 		}
-		if worst > 0 {
-			rc.Worst = worst.String()
-		}
-		rc.Status = clusterStatus(rc, r.Errors)
 		r.Clusters = append(r.Clusters, rc)
 	}
+	r.SetClusterStatuses()
 	r.normalise()
 	r.redactQuoted()
 	return r
@@ -115,6 +119,9 @@ func (r *Report) normalise() {
 	if r.Warnings == nil {
 		r.Warnings = []string{}
 	}
+	if r.NotJudged == nil {
+		r.NotJudged = []string{}
+	}
 	if r.Clock.Ignored == nil {
 		r.Clock.Ignored = []snapshot.IgnoredTime{}
 	}
@@ -134,6 +141,9 @@ func (r *Report) normalise() {
 	}
 	for i := range r.Incidents {
 		fix(&r.Incidents[i].RootCause)
+		if r.Incidents[i].Clusters == nil {
+			r.Incidents[i].Clusters = []string{}
+		}
 		if r.Incidents[i].Symptoms == nil {
 			r.Incidents[i].Symptoms = []finding.Finding{}
 		}

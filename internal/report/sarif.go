@@ -139,12 +139,16 @@ func renderSARIF(w io.Writer, r *Report, o Options) error {
 		Invocations: []sarifInvocation{sarifInvocationOf(r)},
 		Results:     []sarifResult{},
 		Properties: map[string]any{"evaluatedAt": r.EvaluatedAt.Format(time.RFC3339), "clusters": len(r.Clusters), "incidents": len(r.Incidents),
-			"verdict": r.Verdict, "hiddenByFilters": r.Hidden.Filtered, "hiddenBySuppressions": r.Hidden.Suppressed, "warnings": r.Warnings},
+			"verdict": r.Verdict, "hiddenByFilters": r.Hidden.Filtered, "hiddenBySuppressions": r.Hidden.Suppressed, "warnings": r.Warnings,
+			"clusterStatus": sarifClusterStatus(r)},
 	}
 	for _, e := range eachFinding(r) {
 		res := sarifResultOf(e.f, index)
 		res.Properties["incident"] = e.incident
 		res.Properties["role"] = e.role
+		if e.incident > 0 {
+			res.Properties["affectedClusters"] = r.Incidents[e.incident-1].Clusters
+		}
 		for _, l := range res.Locations {
 			if l.PhysicalLocation != nil {
 				run.OriginalURIBaseIDs = map[string]sarifArtifactLoc{bundleBase: {Description: &sarifText{Text: "The root of the scanned bundle (--from)."}}}
@@ -156,6 +160,15 @@ func renderSARIF(w io.Writer, r *Report, o Options) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}})
+}
+
+// sarifClusterStatus is every cluster's status (Report.StatusOf), by name.
+func sarifClusterStatus(r *Report) map[string]string {
+	out := map[string]string{}
+	for _, n := range clusterNames(r) {
+		out[n], _ = r.StatusOf(n)
+	}
+	return out
 }
 
 func catalogOf(o Options) (*catalog.Catalog, error) {

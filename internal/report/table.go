@@ -213,13 +213,10 @@ func (t *tableWriter) clusters(r *Report) {
 		return
 	}
 	t.printf("\n%s\n", t.paint(ansiBold, "CLUSTERS"))
-	t.printf("  %-24s %-11s %8s %9s  %-10s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "STATUS", "CONTEXT")
+	t.printf("  %-24s %-11s %8s %9s %9s  %-10s  %s\n", "NAME", "ROLE", "OBJECTS", "FINDINGS", "INCIDENTS", "STATUS", "CONTEXT")
 	for _, c := range r.Clusters {
-		worst := c.Status
-		if worst == "" {
-			worst = StatusOK
-		}
-		t.printf("  %s %-11s %8d %9d  %-10s  %s\n", pad(textsafe.ClipRunes(c.Name, 24), 24), c.Role, c.Objects, c.Findings, worst, contextLabel(c))
+		status, _ := r.StatusOf(c.Name)
+		t.printf("  %s %-11s %8d %9d %9d  %-10s  %s\n", pad(textsafe.ClipRunes(c.Name, 24), 24), c.Role, c.Objects, c.Findings, c.Incidents, status, contextLabel(c))
 	}
 }
 

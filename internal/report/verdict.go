@@ -40,6 +40,54 @@ type Clock struct {
 	Ignored []snapshot.IgnoredTime `json:"ignored"`
 }
 
+// SetClusterStatuses gives every cluster its status from the incidents that affect it
+// (finding.Incident.Clusters), whichever cluster holds their evidence: the one place a
+// cluster's status is decided; the renderers only show it.
+func (r *Report) SetClusterStatuses() {
+	for i := range r.Clusters {
+		c := &r.Clusters[i]
+		worst, n := affectedBy(r.Incidents, c.Name)
+		c.Incidents, c.Worst = n, ""
+		if worst > 0 {
+			c.Worst = worst.String()
+		}
+		c.Status = clusterStatus(*c, r.Errors)
+	}
+}
+
+// affectedBy is the worst severity of the incidents affecting cluster, and their number.
+func affectedBy(incs []finding.Incident, cluster string) (finding.Severity, int) {
+	var worst finding.Severity
+	n := 0
+	for _, inc := range incs {
+		if inc.Affects(cluster) {
+			worst = max(worst, inc.Worst())
+			n++
+		}
+	}
+	return worst, n
+}
+
+// StatusOf is the status of a cluster as every view shows it, with the number of incidents
+// affecting it: a read cluster's Status, or, for a cluster the incidents name that was not
+// read itself (a Fleet cluster known to the management cluster), the worst severity of
+// those incidents.
+func (r *Report) StatusOf(name string) (string, int) {
+	for _, c := range r.Clusters {
+		if c.Name == name {
+			if c.Status == "" {
+				return StatusOK, c.Incidents
+			}
+			return c.Status, c.Incidents
+		}
+	}
+	worst, n := affectedBy(r.Incidents, name)
+	if worst > 0 {
+		return worst.String(), n
+	}
+	return StatusOK, n
+}
+
 func clusterStatus(c Cluster, errs []finding.ScanError) string {
 	switch {
 	case c.Worst != "":
@@ -55,10 +103,11 @@ func clusterStatus(c Cluster, errs []finding.ScanError) string {
 	return StatusOK
 }
 
-// Incomplete says whether some input was not read: an error while loading or judging, or a
-// cluster with no objects at all.
+// Incomplete says whether some input was not read or judged: an error while loading or
+// judging, what the input did not let unstick judge (NotJudged), or a cluster with no
+// objects at all.
 func (r *Report) Incomplete() bool {
-	if len(r.Errors) > 0 {
+	if len(r.Errors) > 0 || len(r.NotJudged) > 0 {
 		return true
 	}
 	for _, c := range r.Clusters {
@@ -115,7 +164,7 @@ func (r *Report) Gaps() []string {
 	if n := len(r.Errors); n > 0 {
 		out = append(out, fmt.Sprintf("%s while reading or judging (listed under errors)", plural.Forms(n, "error", "errors")))
 	}
-	return out
+	return append(out, r.NotJudged...)
 }
 
 // ClearSentence is what a clear verdict says: the all-clear, unless filters hid findings, in

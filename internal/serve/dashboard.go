@@ -47,7 +47,7 @@ type dashCluster struct {
 	Pending           []string // namespace/release (age)
 	Plans             []string // plan (age)
 	Cordoned          int
-	Findings          int
+	Incidents         int // incidents affecting the cluster, wherever their evidence is
 }
 
 func (s *Server) dashboard(w http.ResponseWriter, _ *http.Request) {
@@ -98,11 +98,9 @@ func (s *Server) page() dashPage {
 		r := row(c.Name)
 		r.Role = c.Role
 	}
-	for _, f := range rep.Findings {
-		r := row(about(f))
-		r.Findings++
-		if sev, err := finding.ParseSeverity(r.Worst); err != nil || f.Severity > sev {
-			r.Worst = f.Severity.String()
+	for _, inc := range rep.Incidents {
+		for _, c := range inc.Clusters {
+			row(c)
 		}
 	}
 	for _, f := range st.ages {
@@ -125,6 +123,14 @@ func (s *Server) page() dashPage {
 			r.Plans = append(r.Plans, fmt.Sprintf("%s (%s)", f.Object.Name, age))
 		case "suc/node-left-cordoned":
 			r.Cordoned++
+		}
+	}
+	// Every row shows the report's status of its cluster: the incidents that affect it.
+	for name, r := range rows {
+		status, n := rep.StatusOf(name)
+		r.Incidents = n
+		if _, err := finding.ParseSeverity(status); err == nil {
+			r.Worst = status
 		}
 	}
 	for _, r := range rows {

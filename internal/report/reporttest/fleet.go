@@ -64,23 +64,20 @@ func Fleet(n int) *report.Report {
 		r.Incidents = append(r.Incidents, g.merge(fleetwide))
 	}
 	sort.SliceStable(r.Incidents, func(i, j int) bool { return r.Incidents[i].RootCause.Severity > r.Incidents[j].RootCause.Severity })
-	for _, inc := range r.Incidents {
+	for i, inc := range r.Incidents {
+		r.Incidents[i] = finding.NewIncident(inc.RootCause, inc.Symptoms)
 		r.Findings = append(r.Findings, inc.RootCause)
 		r.Findings = append(r.Findings, inc.Symptoms...)
 	}
 	for i, c := range r.Clusters {
-		var worst finding.Severity
 		for _, f := range r.Findings {
 			if f.Cluster == c.Name {
 				r.Clusters[i].Findings++
-				worst = max(worst, f.Severity)
 			}
-		}
-		if worst > 0 {
-			r.Clusters[i].Worst = worst.String()
 		}
 	}
 	r.Errors = []finding.ScanError{{Cluster: "retail-0008", Check: "helm/releases", Message: `secrets is forbidden: User "system:serviceaccount:unstick:scan" cannot list resource "secrets" in API group "" in the namespace "cattle-fleet-system"`}}
+	r.SetClusterStatuses()
 	return r
 }
 
