@@ -30,7 +30,7 @@ var aliasBombs = []struct{ file, body string }{
 		"aliases: " + aliasList("v", 900) + "\n"},
 	// Nested "billion laughs" from a 4 KiB value: 9 levels of 9.
 	{"nested-laughs.yaml", nestedLaughs()},
-	// A mapping of one 3.2 MiB value aliased 330 times (3 decode calls each, under 1,000).
+	// A mapping of one 4 MiB value aliased 330 times (3 decode calls each, under 1,000).
 	{"big-mapping.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fleet-agent-config\n  namespace: cattle-fleet-system\n" +
 		"base: &m {config: \"" + strings.Repeat("B", 16<<18) + "\"}\n" +
 		"overlays: " + aliasList("m", 330) + "\n"},
