@@ -155,3 +155,12 @@ func TestBlocksKeepHashesAndIDs(t *testing.T) {
 		}
 	}
 }
+
+// A URL's password runs to the last "@" of its authority, not past the quotes around it.
+func TestUserinfoStopsAtItsURL(t *testing.T) {
+	in := `{"url":"https://u:pw@rancher.example.com","contact":"ops@example.com"}`
+	want := `{"url":"https://u:[redacted]@rancher.example.com","contact":"ops@example.com"}`
+	if out := String(in); out != want {
+		t.Errorf("String(%q)\n = %q\nwant %q", in, out, want)
+	}
+}

@@ -65,7 +65,7 @@ var (
 	secretEq = regexp.MustCompile(`(?i)(\bsecret["']?\s*=\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// scheme://user:password@host
 	// (the password runs to the authority's last "@": it may hold one)
-	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/?#\s]+)(@)`)
+	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/?#\s"'<>]+)(@)`)
 	// A whole PEM block on one line (or a String with newlines), and the start of one whose
 	// end is on a later line.
 	pemBlock = regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]+-----)(?s:.*?)(-----END [A-Z0-9 ]+-----)`)
