@@ -78,12 +78,32 @@ func blockEnd(lines []string, i, w int) int {
 	for j < len(lines) && b64Width(lines[j]) == w {
 		j++
 	}
-	if j < len(lines) {
-		if lw := b64Width(lines[j]); lw > 0 && lw < w {
-			j++
-		}
+	if j < len(lines) && lastPiece(lines[j], w) {
+		j++
 	}
 	return j
+}
+
+// lastPiece says l can end a block of width w: base64 only, shorter than w, whole 4-character
+// groups, and not a lower-case word ("retrying" after a block stays; "LQo=" goes).
+func lastPiece(l string, w int) bool {
+	t := strings.TrimSpace(l)
+	body := strings.TrimRight(t, "=")
+	if len(body) == 0 || len(t) >= w || len(t)%4 != 0 || len(t)-len(body) > 2 {
+		return false
+	}
+	notWord := len(body) < len(t)
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '+', c == '/', c == '-', c == '_':
+			notWord = true
+		default:
+			return false
+		}
+	}
+	return notWord
 }
 
 func leading(l string) string {
@@ -130,4 +150,42 @@ func Tail(lines []string, n int) []string {
 		out = out[len(out)-n:]
 	}
 	return out
+}
+
+var token = regexp.MustCompile(`\S+`)
+
+// maskFolded masks a wrapped base64 block folded onto one line, its pieces separated by spaces
+// (a message whose lines were joined): two or more pieces of one width, the last maybe shorter.
+func maskFolded(s string) string {
+	if len(s) < 2*minWrap {
+		return s
+	}
+	words := token.FindAllStringIndex(s, -1)
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(words); {
+		w := b64Width(s[words[i][0]:words[i][1]])
+		if w < minWrap {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(words) && b64Width(s[words[j][0]:words[j][1]]) == w {
+			j++
+		}
+		if j < len(words) && j-i >= 2 && lastPiece(s[words[j][0]:words[j][1]], w) {
+			j++
+		}
+		if j-i >= 2 {
+			b.WriteString(s[last:words[i][0]])
+			b.WriteString(Mask)
+			last = words[j-1][1]
+		}
+		i = j
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }

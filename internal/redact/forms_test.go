@@ -164,3 +164,29 @@ func TestUserinfoStopsAtItsURL(t *testing.T) {
 		t.Errorf("String(%q)\n = %q\nwant %q", in, out, want)
 	}
 }
+
+// A wrapped block folded onto one line (a check joins a message's lines) is masked too.
+func TestLineMasksAFoldedWrappedBlock(t *testing.T) {
+	kc := kubeconfigB64(strings.Repeat("MIIEowIBAAKCAQEAx7Qz", 40))
+	pieces := wrap(kc, 76)
+	in := `MountVolume.SetUp failed for volume "kubeconfig" : cannot parse: ` + strings.Join(pieces, " ") + ` (will retry)`
+	out := Line(in)
+	for _, p := range pieces {
+		if len(p) >= 16 && strings.Contains(out, p) {
+			t.Fatalf("a piece is still there: %q\n%s", p, out)
+		}
+	}
+	if want := `MountVolume.SetUp failed for volume "kubeconfig" : cannot parse: [redacted] (will retry)`; out != want {
+		t.Errorf("Line = %q, want %q", out, want)
+	}
+}
+
+// A word on the line after a block whose last line is full width is not taken for its end.
+func TestBlockEndsBeforeAWord(t *testing.T) {
+	block := wrap(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("apiVersion: v1\nkind: Config\n", 57*2/29+2)[:114])), 76)
+	lines := append(append([]string(nil), block...), "retrying")
+	out := Lines(lines)
+	if out[len(out)-1] != "retrying" || strings.Contains(strings.Join(out, "\n"), block[0]) {
+		t.Errorf("Lines = %q", out)
+	}
+}

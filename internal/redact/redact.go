@@ -89,7 +89,7 @@ func Line(s string) string {
 	if maySecret(s) {
 		s = keyed(s)
 	}
-	return blobs(s)
+	return blobs(maskFolded(s))
 }
 
 // keyed redacts every credential that a key, header, scheme or PEM marker announces.
