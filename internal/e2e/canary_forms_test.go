@@ -51,7 +51,9 @@ func pemCutByTail(c *canaries, after int) string {
 // columns as `base64` writes it: no line of it alone decodes to anything recognisable.
 func wrappedKubeconfigEvent(c *canaries) string {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-	key := "-----BEGIN RSA PRIVATE KEY-----\n" + c.v("client key of a wrapped kubeconfig in an event") + "\n-----END RSA PRIVATE KEY-----\n"
+	// A 2048-bit key's 26 lines, each carrying the canary.
+	kv := c.v("client key of a wrapped kubeconfig in an event")
+	key := "-----BEGIN RSA PRIVATE KEY-----\n" + strings.Repeat(strings.Repeat("A", max(0, 64-len(kv)))+kv+"\n", 26) + "-----END RSA PRIVATE KEY-----\n"
 	kc := b64("apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://rancher.example.com/k8s/clusters/c-m-8k2lq\n  name: prod-eu-1\n" +
 		"users:\n- name: admin\n  user:\n    client-certificate-data: " + b64("-----BEGIN CERTIFICATE-----\nMIIBkTCB+wIJAKHBfpegPjMCMA0GCSqGSIb3DQEBCwUAMBExDzANBgNVBAMMBnVu\n-----END CERTIFICATE-----\n") +
 		"\n    client-key-data: " + b64(key) + "\n")
@@ -77,6 +79,37 @@ message: |-
 
 // wrappedB64 is base64 wrapped over lines, raw or in a JSON string (a "\n" escape).
 var wrappedB64 = regexp.MustCompile(`(?:[A-Za-z0-9+/]{16,}(?:\\n|\r?\n)[ \t]*)+[A-Za-z0-9+/]+={0,2}`)
+
+// findUnwrapped looks for canaries in a wrapped base64 block. Each 4-character shift of the
+// joined run is tried: in JSON the block follows a "\n" escape whose "n" the match takes in,
+// and a base64 run inside it (a kubeconfig's client-key-data) may start anywhere in its groups.
+func (c *canaries) findUnwrapped(m []byte, depth int) []string {
+	var out []string
+	for _, dec := range shifts(unwrap(m)) {
+		out = append(out, c.find(dec, depth-1)...)
+		for _, run := range b64Run.FindAll(dec, -1) {
+			for _, inner := range shifts(string(run)) {
+				if depth > 1 {
+					out = append(out, c.find(inner, depth-2)...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// shifts decodes a base64 run from each of its first four characters.
+func shifts(run string) [][]byte {
+	run = strings.TrimRight(run, "=")
+	var out [][]byte
+	for shift := 0; shift < 4 && shift < len(run); shift++ {
+		r := run[shift:]
+		if dec, err := base64.RawStdEncoding.DecodeString(r[:len(r)/4*4]); err == nil {
+			out = append(out, dec)
+		}
+	}
+	return out
+}
 
 // unwrap joins a wrapped base64 block into one run.
 func unwrap(m []byte) string {

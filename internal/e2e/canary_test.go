@@ -133,9 +133,7 @@ func (c *canaries) find(data []byte, depth int) []string {
 		return out
 	}
 	for _, m := range wrappedB64.FindAll(data, -1) {
-		if dec, err := base64.StdEncoding.DecodeString(unwrap(m)); err == nil {
-			add(c.find(dec, depth-1))
-		}
+		add(c.findUnwrapped(m, depth))
 	}
 	for _, re := range []*regexp.Regexp{b64Run, b64URLRun} {
 		for _, m := range re.FindAll(data, -1) {
