@@ -190,3 +190,22 @@ func TestBlockEndsBeforeAWord(t *testing.T) {
 		t.Errorf("Lines = %q", out)
 	}
 }
+
+// Messages near the new forms that the checks read stay as they are.
+func TestNewFormsKeepMessages(t *testing.T) {
+	for _, keep := range []string{
+		`tls passthrough: enabled, bypass=true`,
+		`password: required`,
+		`error: password: must be at least 8 characters`,
+		`failed to get secret: secrets "fleet-agent" not found`,
+		`"secretName": "fleet-agent-bootstrap"`,
+		`Failed to pull image "registry.example.test/rancher/fleet-agent:v0.16.0@sha256:3f1c5e0b8d2a7e4c9b6f1a0d5e8c7b2a4f6e9d1c3b5a7e9f1d3c5b7a9e1f3d5c": not found`,
+		`Error: UPGRADE FAILED: unable to build kubernetes objects from release manifest: resource mapping not found for name: "x" namespace: "" from "": no matches for kind "PodSecurityPolicy" in version "policy/v1beta1"`,
+		`dial tcp 10.43.0.1:443: connect: connection refused`,
+		`signal: killed`,
+	} {
+		if out := String(keep); out != keep {
+			t.Errorf("String changed a message with no credential:\n in  %q\n out %q", keep, out)
+		}
+	}
+}
