@@ -132,6 +132,9 @@ func (c *canaries) find(data []byte, depth int) []string {
 	if depth <= 0 {
 		return out
 	}
+	for _, m := range wrappedB64.FindAll(data, -1) {
+		add(c.findUnwrapped(m, depth))
+	}
 	for _, re := range []*regexp.Regexp{b64Run, b64URLRun} {
 		for _, m := range re.FindAll(data, -1) {
 			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
@@ -171,6 +174,7 @@ func secretsBundle(t *testing.T, c *canaries) string {
 	}
 	root := filepath.Join(dir, "clusters", "prod-eu-1")
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	plantMetadataServer(t, dir, c)
 
 	// The agent's Deployment and Pod: environment values (a proxy URL with a password, a plain
 	// value with an unremarkable name), next to a valueFrom that names a key and holds no value;
@@ -332,6 +336,7 @@ lastTimestamp: '2026-11-28T09:24:00Z'
 source: {component: kubelet, host: prod-eu-1-worker-1}
 message: 'Error: failed to start container "sync": Authorization: Bearer ` + c.v("event message (Authorization header)") + `'
 ---
+` + wrappedKubeconfigEvent(c) + `---
 apiVersion: upgrade.cattle.io/v1
 kind: Plan
 metadata: {name: canary-agent-plan, namespace: system-upgrade}
@@ -353,7 +358,7 @@ spec:
 		t.Fatal(err)
 	}
 	secretLines := func(where string) string {
-		return strings.Join([]string{
+		return strings.Join(append([]string{
 			`time="2026-11-28T09:24:58Z" level=info msg="request" header="Authorization: Bearer ` + c.v("bearer token in the "+where+" log") + `"`,
 			`time="2026-11-28T09:24:59Z" level=info msg="connecting to postgres with password=` + c.v("password in the "+where+" log") + ` sslmode=disable"`,
 			`    token: ` + c.v("kubeconfig token in the "+where+" log"),
@@ -366,13 +371,16 @@ spec:
 			`-----BEGIN RSA PRIVATE KEY-----`,
 			c.v("PEM body in the " + where + " log"),
 			`-----END RSA PRIVATE KEY-----`,
-		}, "\n") + "\n"
+		}, formLines(c, where)...), "\n") + "\n"
 	}
 	crash := filepath.Join(root, "logs", "cattle-fleet-system", "canary-sync-7f9c8-x2k4p")
 	if err := os.MkdirAll(crash, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(crash, "sync.previous.log"), []byte(secretLines("crash-looping pod")), 0o644); err != nil {
+	// The previous log, read with a 500-line tail, starts inside a private key's body.
+	previous := secretLines("crash-looping pod")
+	previous = pemCutByTail(c, strings.Count(previous, "\n")) + previous
+	if err := os.WriteFile(filepath.Join(crash, "sync.previous.log"), []byte(previous), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(crash, "sync.log"), []byte(secretLines("crash-looping pod current")), 0o644); err != nil {

@@ -31,6 +31,10 @@ const CheckinIntervalEnv = "CHECKIN_INTERVAL"
 // written before the interval was kept also holds, it says the value was there and unusable.
 const NotDuration = "[redacted: not a duration]"
 
+// passSeg is a key segment that names a password only as a whole segment (DB_PASS, --pw):
+// inside a word it is something else (bypass, passthrough).
+const passSeg = `pass|pw`
+
 // credKey is the part of a key name that says its value is a credential.
 const credKey = `password|passwd|passphrase|pwd|token|api[_-]?key|access[_-]?key|secret[_-]?key|client[_-]?secret|private[_-]?key|client-key-data|credentials?|signature`
 
@@ -41,9 +45,10 @@ var (
 	bearer = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{8,})`)
 	// key=value, key: value, "key":"value" for keys naming credentials. "secret" alone is
 	// left out: "failed to get secret: secrets \"x\" not found" is a message, not a secret.
-	keyValue = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	// Ruby's `:password => "x"` too.
+	keyValue = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*["']?\s*(?:=>|[:=])\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// "key value" for command-line flags naming credentials: --token X, -password X.
-	flagSpace = regexp.MustCompile(`(?i)(\s|^|["'])(--?[A-Za-z0-9_-]*(?:` + credKey + `|auth|session)[A-Za-z0-9_-]*)(\s+)([^\s"',;]+)`)
+	flagSpace = regexp.MustCompile(`(?i)(\s|^|["'])(--?[A-Za-z0-9_-]*(?:` + credKey + `|auth|session)[A-Za-z0-9_-]*|--?(?:[A-Za-z0-9]+-)*(?:` + passSeg + `)(?:-[A-Za-z0-9]+)*)(\s+)([^\s"',;]+)`)
 	// "token X", "password X": a bare word followed by a value that is not prose (see
 	// prose below): "for new token" and "token used before issued" are messages.
 	wordSpace = regexp.MustCompile(`(?i)\b([A-Za-z0-9_]*(?:token|password|passwd|passphrase|api[_-]?key))(\s+)([A-Za-z0-9._~+/=:-]{8,})`)
@@ -59,7 +64,8 @@ var (
 	// secret=value (not "secret: ...", see above).
 	secretEq = regexp.MustCompile(`(?i)(\bsecret["']?\s*=\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// scheme://user:password@host
-	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)(@)`)
+	// (the password runs to the authority's last "@": it may hold one)
+	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/?#\s"'<>]+)(@)`)
 	// A whole PEM block on one line (or a String with newlines), and the start of one whose
 	// end is on a later line.
 	pemBlock = regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]+-----)(?s:.*?)(-----END [A-Z0-9 ]+-----)`)
@@ -83,7 +89,7 @@ func Line(s string) string {
 	if maySecret(s) {
 		s = keyed(s)
 	}
-	return blobs(s)
+	return blobs(maskFolded(s))
 }
 
 // keyed redacts every credential that a key, header, scheme or PEM marker announces.
@@ -145,18 +151,23 @@ func keyed(s string) string {
 		}
 		return sub[1] + quoteLike(sub[2])
 	})
-	return s
+	return moreForms(s)
 }
 
 // prose says a "key: value" match is a message going on rather than a pair.
+// A lowercase word after a password's key is the password, unless it is a word of a message
+// about one ("password: required").
 func prose(key, value string) bool {
-	return strings.Contains(key, ":") && plainWord.MatchString(value)
+	if !strings.Contains(key, ":") || !plainWord.MatchString(value) {
+		return false
+	}
+	return !passwordKey(key) || messageWords[strings.ToLower(value)]
 }
 
 // maySecret is a cheap filter: most log lines name no credential at all.
 func maySecret(s string) bool {
 	l := strings.ToLower(s)
-	for _, w := range []string{"auth", "bearer", "basic", "pass", "pwd", "token", "key", "secret", "credential", "@", "sess", "sid", "csrf", "jwt", "cookie", "signature", "-----begin"} {
+	for _, w := range []string{"auth", "bearer", "basic", "pass", "pw", "token", "key", "secret", "credential", "@", "%40", "sess", "sid", "sig", "csrf", "jwt", "cookie", "-----begin"} {
 		if strings.Contains(l, w) {
 			return true
 		}
@@ -177,10 +188,19 @@ func quoteLike(v string) string {
 }
 
 // Lines redacts every line in place and returns the slice. A PEM block that spans lines
-// (a key printed to a log) is masked from its BEGIN line to its END line.
+// (a key printed to a log) is masked from its BEGIN line to its END line; a base64 block
+// wrapped over lines, and the body of a PEM block whose BEGIN line is not there (a log's
+// tail that starts inside it), are masked whole; a value alone on the line below its key
+// ("password:" then the password) is masked.
 func Lines(lines []string) []string {
-	inPEM := false
+	maskWrapped(lines)
+	inPEM, keyAbove := false, false
 	for i, l := range lines {
+		below := keyAbove
+		keyAbove = !inPEM && maySecret(l) && trailingKey.MatchString(l)
+		if below && !inPEM {
+			l = nextLineValue(l)
+		}
 		if inPEM {
 			if loc := pemEnd.FindStringIndex(l); loc != nil {
 				lines[i] = Mask + Line(l[loc[0]:])

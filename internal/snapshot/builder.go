@@ -84,6 +84,9 @@ func (b *Builder) SetReadLive(t time.Time) {
 
 // DeclareCluster records what is known of a cluster (from metadata or a kubeconfig context).
 func (b *Builder) DeclareCluster(info ClusterInfo) {
+	// A server URL can carry credentials (https://user:password@host/?token=x), from a
+	// kubeconfig or a bundle's metadata: every view shows these fields.
+	info.Server, info.ContextServer = redact.String(info.Server), redact.String(info.ContextServer)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.infos[info.Name] = info
@@ -97,7 +100,11 @@ func (b *Builder) Error(e finding.ScanError) {
 	b.mu.Unlock()
 }
 
-func (b *Builder) addError(e finding.ScanError) { b.errors = append(b.errors, e) }
+// addError keeps e with its message redacted: messages quote files, servers and metadata.
+func (b *Builder) addError(e finding.ScanError) {
+	e.Message = redact.String(e.Message)
+	b.errors = append(b.errors, e)
+}
 
 // Skip records a file that held no Kubernetes object.
 func (b *Builder) Skip(file, reason string) { b.SkipAt(file, 0, reason) }

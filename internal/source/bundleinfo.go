@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -54,6 +55,15 @@ type BundleInfoCluster struct {
 // ParseBundleInfo reads and validates a metadata document.
 func ParseBundleInfo(b []byte) (*BundleInfo, error) {
 	var bi BundleInfo
+	if mayAlias(b) {
+		x, err := yamlExpansion(b)
+		if err != nil {
+			return nil, err
+		}
+		if x.need() > DefaultMaxMemory {
+			return nil, errors.New(aliasLimit(x, DefaultMaxMemory))
+		}
+	}
 	if err := yaml.UnmarshalStrict(b, &bi); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,10 @@ type fileDocs struct {
 	objects int
 	skips   []snapshot.Skipped
 	stopped bool // a limit was reached: the rest of the file is not read
+	// reserved is what the file holds of the memory budget while it is parsed: its parse cost,
+	// or what a document expands to when that is more.
+	reserved int64
+	refused  bool // a document went over the memory budget: an error, whatever the file
 }
 
 func (f *fileDocs) skip(rel string, line int, item, reason string) {
@@ -50,19 +54,19 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 			mib(int64(len(data))), mib(cost), mib(l.mem.max), MemoryEnv)})
 		return
 	}
-	defer l.mem.release(cost)
+	f := fileDocs{cluster: cluster, reserved: cost}
+	defer func() { l.mem.release(f.reserved) }()
 	if hasDumpLogs(data) {
 		l.dumpLogs(cluster, rel, data)
 		data = blankDumpLogs(data)
 	}
-	f := fileDocs{cluster: cluster}
 	var parseErr *finding.ScanError
 	if t[0] == '{' || t[0] == '[' {
 		parseErr = l.jsonStream(cluster, rel, data, &f)
 	} else {
 		parseErr = l.yamlDocs(cluster, rel, data, &f)
 	}
-	if parseErr != nil && !strict && f.objects == 0 {
+	if parseErr != nil && !strict && f.objects == 0 && !f.refused {
 		l.b.Skip(rel, "not YAML or JSON")
 		return
 	}
@@ -242,15 +246,12 @@ func (l *loader) yamlDocs(cluster, rel string, data []byte, f *fileDocs) *findin
 		if len(bytes.TrimSpace(stripComments(d.body))) == 0 {
 			continue
 		}
+		if e := l.aliasRoom(rel, d, f); e != nil {
+			return e
+		}
 		j, err := yaml.YAMLToJSON(d.body)
 		if err != nil {
-			line := d.line
-			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				line = d.line + n - 1
-			}
-			msg := yamlLine.ReplaceAllString(err.Error(), "line "+strconv.Itoa(line))
-			return &finding.ScanError{File: rel, Line: line, Message: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
+			return invalidYAML(rel, d, err)
 		}
 		l.object(cluster, rel, d.line+leadingBlank(d.body), "", j, f)
 		if f.stopped {
@@ -258,6 +259,43 @@ func (l *loader) yamlDocs(cluster, rel string, data []byte, f *fileDocs) *findin
 		}
 	}
 	return nil
+}
+
+func invalidYAML(rel string, d doc, err error) *finding.ScanError {
+	line := d.line
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		line = d.line + n - 1
+	}
+	msg := yamlLine.ReplaceAllString(err.Error(), "line "+strconv.Itoa(line))
+	return &finding.ScanError{File: rel, Line: line, Message: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
+}
+
+// aliasRoom makes room in the memory budget for document d with its aliases expanded, before
+// it is converted: past what the file reserved, the file's reservation grows to what the
+// expanded document needs, or the document is refused and the rest of the file not read.
+func (l *loader) aliasRoom(rel string, d doc, f *fileDocs) *finding.ScanError {
+	if !mayAlias(d.body) {
+		return nil
+	}
+	x, err := yamlExpansion(d.body)
+	if err != nil {
+		return invalidYAML(rel, d, err)
+	}
+	need := x.need()
+	if need <= f.reserved {
+		return nil
+	}
+	// Give back what the file holds before waiting, so that two files growing at once never
+	// wait on each other.
+	l.mem.release(f.reserved)
+	f.reserved = 0
+	if need < l.mem.max && l.mem.reserve(need) {
+		f.reserved = need
+		return nil
+	}
+	f.refused = true
+	return &finding.ScanError{File: rel, Line: d.line + leadingBlank(d.body), Message: aliasLimit(x, l.mem.max)}
 }
 
 type doc struct {
@@ -282,6 +320,10 @@ func splitYAML(data []byte) []doc {
 		if isDocSep(ln) {
 			out = append(out, doc{line: startLine, body: data[start:i]})
 			start, startLine = min(next, len(data)), line+1
+			if inlineDoc(ln) {
+				// "--- {...}": the document starts on the separator's line
+				start, startLine = i+4, line
+			}
 		}
 		i = next
 		line++
@@ -293,6 +335,12 @@ func splitYAML(data []byte) []doc {
 func isDocSep(ln []byte) bool {
 	ln = bytes.TrimRight(ln, " \t\r")
 	return bytes.Equal(ln, []byte("---")) || bytes.HasPrefix(ln, []byte("--- ")) || bytes.HasPrefix(ln, []byte("---#"))
+}
+
+// inlineDoc tells whether a separator line carries the start of its document: "--- {"a": 1}".
+func inlineDoc(ln []byte) bool {
+	rest := bytes.TrimSpace(bytes.TrimPrefix(ln, []byte("---")))
+	return len(ln) > 4 && ln[3] == ' ' && len(rest) > 0 && rest[0] != '#'
 }
 
 // leadingBlank counts the blank and comment lines a document starts with, so that an object

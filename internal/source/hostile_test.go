@@ -95,6 +95,12 @@ var hostileBundles = []struct {
 		ts.close(t)
 		return p
 	}},
+	{"alias-big-scalar", aliasBombDir("big-scalar.yaml")},
+	{"alias-nested-laughs", aliasBombDir("nested-laughs.yaml")},
+	{"alias-big-mapping", aliasBombDir("big-mapping.yaml")},
+	{"alias-json-in-yaml", aliasBombDir("json-in-yaml.yaml")},
+	{"alias-list", aliasBombDir("list.yaml")},
+	{"alias-bombs-tar-gz", aliasBombTarGz},
 }
 
 func hostile(t *testing.T, name string) func(t *testing.T, dir string) string {

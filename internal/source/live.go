@@ -683,9 +683,12 @@ func (r *clusterReader) logs(ctx context.Context) {
 
 func (r *clusterReader) tail(ctx context.Context, p *corev1.Pod, container string, previous bool) ([]string, error) {
 	n := r.l.LogLines
+	// Lines above the tail, so that a key or a wrapped block the tail starts in is redacted
+	// as a whole before the tail is cut (tailLines).
+	fetch := n + logContextLines
 	var b []byte
 	err := retryRead(ctx, func() error {
-		rc, err := r.kube.Core.Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &n}).Stream(ctx)
+		rc, err := r.kube.Core.Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &fetch}).Stream(ctx)
 		if err != nil {
 			return err
 		}
@@ -698,6 +701,11 @@ func (r *clusterReader) tail(ctx context.Context, p *corev1.Pod, container strin
 	}
 	return tailLines(b, Limits{MaxLogLines: int(n), MaxLineBytes: DefaultLimits.MaxLineBytes}), nil
 }
+
+// logContextLines is how many lines above a log's tail are read to redact it: a 4096-bit
+// RSA key is 51 lines of PEM. A longer block cut by the tail is still masked (internal/redact
+// masks a PEM body that runs into its END line, and any wrapped base64 block).
+const logContextLines = 200
 
 // readAttempts bounds how often one read (discovery, a LIST page, a log tail) is tried.
 const readAttempts = 5

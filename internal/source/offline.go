@@ -642,11 +642,11 @@ func looksLikeObject(b []byte) bool {
 
 // tailLines keeps the last MaxLogLines lines, each cut at MaxLineBytes, with credentials
 // redacted (internal/redact): no report, bundle or dashboard ever quotes a token from a log.
+// Redaction comes before the cut to the tail, from where a PEM block or a wrapped base64
+// block that the cut falls in starts, so that its body is seen for what it is.
 func tailLines(data []byte, lim Limits) []string {
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > lim.MaxLogLines {
-		lines = lines[len(lines)-lim.MaxLogLines:]
-	}
+	lines = lines[redactpkg.TailStart(lines, lim.MaxLogLines):]
 	long := make([]bool, len(lines))
 	for i, ln := range lines {
 		ln = strings.TrimRight(ln, "\r")
@@ -660,6 +660,9 @@ func tailLines(data []byte, lim Limits) []string {
 	}
 	// All lines at once: a PEM block spans lines.
 	redactpkg.Lines(lines)
+	if extra := len(lines) - lim.MaxLogLines; extra > 0 {
+		lines, long = lines[extra:], long[extra:]
+	}
 	for i, ln := range lines {
 		if long[i] || len(ln) > lim.MaxLineBytes {
 			lines[i] = ln[:min(len(ln), lim.MaxLineBytes)] + " …[cut]"

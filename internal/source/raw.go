@@ -66,6 +66,9 @@ func rawDocs(data []byte) [][]byte {
 		}
 	}
 	for _, d := range splitYAML(data) {
+		if !aliasesFit(d.body, DefaultMaxMemory) {
+			continue
+		}
 		if j, err := yaml.YAMLToJSON(d.body); err == nil && len(bytes.TrimSpace(j)) > 0 && string(j) != "null" {
 			out = append(out, j)
 		}

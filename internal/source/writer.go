@@ -62,7 +62,7 @@ func (w *BundleWriter) DeclareCluster(ci snapshot.ClusterInfo) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.cluster(ci.Name)
-	c.Server, c.Context, c.FleetCluster, c.ContextServer = ci.Server, ci.Context, ci.FleetCluster, ci.ContextServer
+	c.Server, c.Context, c.FleetCluster, c.ContextServer = redactpkg.String(ci.Server), ci.Context, ci.FleetCluster, redactpkg.String(ci.ContextServer)
 	if ci.ServerVersion != "" {
 		c.KubernetesVersion = ci.ServerVersion
 	}
@@ -96,6 +96,7 @@ func (w *BundleWriter) SetCRDObjects(cluster, crd string, n int) {
 
 // Error keeps a read error; the bundle carries it so a later scan reports it too.
 func (w *BundleWriter) Error(e finding.ScanError) {
+	e.Message = redactpkg.String(e.Message)
 	w.mu.Lock()
 	w.info.Errors = append(w.info.Errors, e)
 	w.mu.Unlock()

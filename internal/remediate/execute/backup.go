@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -378,7 +379,10 @@ func (b *Backups) podsOf(ctx context.Context, cl *cluster, o remediate.Object) [
 }
 
 func (b *Backups) logs(ctx context.Context, cl *cluster, base string, pod corev1.Pod, container string) error {
-	tail := int64(500)
+	// Lines above the 500 kept, so that a key or a wrapped block the tail starts in is
+	// redacted as a whole (redact.Tail).
+	const keep = 500
+	tail := int64(keep + 200)
 	lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	rc, err := cl.kube.Core.Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container, TailLines: &tail}).Stream(lctx)
@@ -391,7 +395,11 @@ func (b *Backups) logs(ctx context.Context, cl *cluster, base string, pod corev1
 		return err
 	}
 	// Evidence is for reading and sharing: credentials in the log are redacted.
-	return writeNew(filepath.Join(base, "logs", safeName(pod.Namespace), safeName(pod.Name), safeName(container)+".log"), redact.Text(data))
+	if len(data) == 0 {
+		return writeNew(filepath.Join(base, "logs", safeName(pod.Namespace), safeName(pod.Name), safeName(container)+".log"), nil)
+	}
+	lines := redact.Tail(strings.Split(strings.TrimRight(string(data), "\n"), "\n"), keep)
+	return writeNew(filepath.Join(base, "logs", safeName(pod.Namespace), safeName(pod.Name), safeName(container)+".log"), []byte(strings.Join(lines, "\n")+"\n"))
 }
 
 // writeNew writes a file that must not exist yet (0600), making its directories (0700).
