@@ -59,7 +59,10 @@ func (pl *planner) helmRelease(inc finding.Incident) []Attempt {
 	}
 	if target != nil {
 		if r, risk, ok := rung(root, RungRepair, sigHelmRollback); ok {
-			out = append(out, single(pl.rollbackStep(c, hist, current, target, risk, r.Action, why)))
+			st := pl.rollbackStep(c, hist, current, target, risk, r.Action, why)
+			a := single(st)
+			a.Blocked = rollbackBlocked(st)
+			out = append(out, a)
 		}
 	} else if current.IsPending() {
 		if r, risk, ok := rung(root, RungRepair, sigMarkFailed); ok {
@@ -165,6 +168,11 @@ func (pl *planner) rollbackStep(c *snapshot.Cluster, hist []*helmrelease.Release
 			fmt.Sprintf("Like `helm rollback --no-hooks`: rollback hooks are not run, and objects found only in revision %d's manifest are left in place (helm rollback would delete them).", current.Revision),
 		},
 		Helm: h,
+	}
+	if target.PayloadError == nil {
+		s.ManifestObjects = plannedObjects(c, current.Namespace, current.Name, target.Docs)
+		notes, _ := manifestNotes(target.Revision, s.ManifestObjects)
+		s.Notes = append(s.Notes, notes...)
 	}
 	if fleet.IsAgentBundle(current.Name) {
 		s.Notes = append(s.Notes, "This is the Fleet agent's own release: re-applying the older manifest restarts the agent on the older version, after which Fleet upgrades it again (what Fleet itself does when it meets \"another operation is in progress\").")
@@ -290,4 +298,14 @@ func settles(s Step, cluster, namespace, release string) Step {
 	s.Settles = &ReleaseRef{Cluster: cluster, Namespace: namespace, Release: release}
 	s.Verify += fmt.Sprintf("; and Helm release %s/%s on %s reaches a deployed revision (the agent deployed it again)", namespace, release, cluster)
 	return s
+}
+
+// rollbackBlocked says why a rollback cannot run when the snapshot already shows an object of
+// its target manifest that is not the release's.
+func rollbackBlocked(st Step) string {
+	if st.Helm == nil {
+		return ""
+	}
+	_, blocked := manifestNotes(st.Helm.Target, st.ManifestObjects)
+	return blocked
 }
