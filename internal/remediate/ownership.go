@@ -225,10 +225,12 @@ func (e *OwnershipError) Error() string {
 		parts = append(parts, v.Object.Ref()+" ("+v.Refused+")")
 	}
 	for _, v := range e.NeedsHigh {
-		parts = append(parts, fmt.Sprintf("%s would be %sd and %s: that needs --max-risk high", v.Object.Ref(), strings.TrimSuffix(v.Op, "e"), v.HighRisk))
+		parts = append(parts, fmt.Sprintf("%s would be %s and %s: that needs --max-risk high", v.Object.Ref(), participle[v.Op], v.HighRisk))
 	}
 	return fmt.Sprintf("refusing the whole step for Helm release %s, nothing written: %s", e.Release, strings.Join(parts, "; "))
 }
+
+var participle = map[string]string{OpCreate: "created", OpChange: "changed"}
 
 // GateManifest judges every object of a manifest before any is written: the objects the
 // release does not own are refused, and so are high-risk objects the step would create or
