@@ -59,10 +59,7 @@ func (pl *planner) helmRelease(inc finding.Incident) []Attempt {
 	}
 	if target != nil {
 		if r, risk, ok := rung(root, RungRepair, sigHelmRollback); ok {
-			st := pl.rollbackStep(c, hist, current, target, risk, r.Action, why)
-			a := single(st)
-			a.Blocked = rollbackBlocked(st)
-			out = append(out, a)
+			out = append(out, single(pl.rollbackStep(c, hist, current, target, risk, r.Action, why)))
 		}
 	} else if current.IsPending() {
 		if r, risk, ok := rung(root, RungRepair, sigMarkFailed); ok {
@@ -171,8 +168,7 @@ func (pl *planner) rollbackStep(c *snapshot.Cluster, hist []*helmrelease.Release
 	}
 	if target.PayloadError == nil {
 		s.ManifestObjects = plannedObjects(c, current.Namespace, current.Name, target.Docs)
-		notes, _ := manifestNotes(target.Revision, s.ManifestObjects)
-		s.Notes = append(s.Notes, notes...)
+		s.Notes = append(s.Notes, manifestNotes(target.Revision, s.ManifestObjects)...)
 	}
 	if fleet.IsAgentBundle(current.Name) {
 		s.Notes = append(s.Notes, "This is the Fleet agent's own release: re-applying the older manifest restarts the agent on the older version, after which Fleet upgrades it again (what Fleet itself does when it meets \"another operation is in progress\").")
@@ -300,12 +296,3 @@ func settles(s Step, cluster, namespace, release string) Step {
 	return s
 }
 
-// rollbackBlocked says why a rollback cannot run when the snapshot already shows an object of
-// its target manifest that is not the release's.
-func rollbackBlocked(st Step) string {
-	if st.Helm == nil {
-		return ""
-	}
-	_, blocked := manifestNotes(st.Helm.Target, st.ManifestObjects)
-	return blocked
-}

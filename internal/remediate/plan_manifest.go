@@ -54,7 +54,8 @@ const (
 
 // plannedObjects lists the objects of a revision's manifest with the rule each falls under,
 // judging those the snapshot holds: an object it shows without this release's ownership is
-// refused already.
+// marked refused (the executor reads every object again and refuses the step with all of
+// them named).
 func plannedObjects(c *snapshot.Cluster, ns, release string, docs []manifest.Doc) []PlannedObject {
 	out := make([]PlannedObject, 0, len(docs))
 	for _, d := range docs {
@@ -93,12 +94,12 @@ type labelled interface {
 	GetAnnotations() map[string]string
 }
 
-// manifestNotes are what the plan says of the objects a rollback re-applies, and why the
-// attempt is blocked when the snapshot already shows an object is not the release's.
-func manifestNotes(target int, objs []PlannedObject) (notes []string, blocked string) {
+// manifestNotes are what the plan says of the objects a rollback re-applies.
+func manifestNotes(target int, objs []PlannedObject) []string {
 	if len(objs) == 0 {
-		return []string{fmt.Sprintf("Revision %d's manifest holds no object: the rollback writes the release records only.", target)}, ""
+		return []string{fmt.Sprintf("Revision %d's manifest holds no object: the rollback writes the release records only.", target)}
 	}
+	var notes []string
 	lines := make([]string, len(objs))
 	var refused, high []string
 	for i, p := range objs {
@@ -116,7 +117,7 @@ func manifestNotes(target int, objs []PlannedObject) (notes []string, blocked st
 		notes = append(notes, fmt.Sprintf("HIGH RISK: %s grant permissions or intercept requests. At this risk the step only re-applies them unchanged: it is refused unless run with --max-risk high if it would create or change one (or a pod spec with privileged containers, host namespaces, hostPath volumes or added capabilities, found when the step reads the manifest).", strings.Join(high, ", ")))
 	}
 	if len(refused) > 0 {
-		blocked = "the rollback would write objects that are not this release's: " + strings.Join(refused, "; ")
+		notes = append(notes, "REFUSED when applied, with nothing written: the cluster as read shows objects that are not this release's: "+strings.Join(refused, "; "))
 	}
-	return notes, blocked
+	return notes
 }

@@ -127,6 +127,11 @@ func (e *Executor) gateRollback(ctx context.Context, cl *cluster, st remediate.S
 		return nil, err
 	}
 	vs := verdictsOf(items)
+	for i, it := range items {
+		if it.live == nil && vs[i].Op == remediate.OpRefused {
+			vs[i].Op, vs[i].Refused = remediate.OpCreate, ""
+		}
+	}
 	if gerr := remediate.GateManifest(st.ID, h.Namespace, h.Release, vs, e.maxRisk); gerr != nil {
 		return vs, gerr
 	}
@@ -164,8 +169,10 @@ func checkOwned(st remediate.Step, it manifestItem) error {
 }
 
 // gateRewrite judges the objects of the documents a manifest rewrite changes: the rewritten
-// record claims them for the release, so each must be the release's as a rollback's are.
-// The record alone is written (no object is applied), so only ownership is judged.
+// record claims them for the release at their new API, so each that exists must be the
+// release's, as for a rollback. The record alone is written: no object is applied or
+// created, so an object that does not exist is not refused (the next upgrade or rollback,
+// by unstick, judges it again), and high risk does not apply.
 func (e *Executor) gateRewrite(ctx context.Context, cl *cluster, st remediate.Step, changes []docChange) error {
 	rw := st.Rewrite
 	var us []*unstructured.Unstructured
@@ -183,6 +190,11 @@ func (e *Executor) gateRewrite(ctx context.Context, cl *cluster, st remediate.St
 		return err
 	}
 	vs := verdictsOf(items)
+	for i, it := range items {
+		if it.live == nil && vs[i].Op == remediate.OpRefused {
+			vs[i].Op, vs[i].Refused = remediate.OpCreate, ""
+		}
+	}
 	if gerr := remediate.GateManifest(st.ID, rw.Namespace, rw.Release, vs, remediate.High); gerr != nil {
 		return gerr
 	}
