@@ -295,4 +295,3 @@ func settles(s Step, cluster, namespace, release string) Step {
 	s.Verify += fmt.Sprintf("; and Helm release %s/%s on %s reaches a deployed revision (the agent deployed it again)", namespace, release, cluster)
 	return s
 }
-
