@@ -127,11 +127,6 @@ func (e *Executor) gateRollback(ctx context.Context, cl *cluster, st remediate.S
 		return nil, err
 	}
 	vs := verdictsOf(items)
-	for i, it := range items {
-		if it.live == nil && vs[i].Op == remediate.OpRefused {
-			vs[i].Op, vs[i].Refused = remediate.OpCreate, ""
-		}
-	}
 	if gerr := remediate.GateManifest(st.ID, h.Namespace, h.Release, vs, e.maxRisk); gerr != nil {
 		return vs, gerr
 	}
