@@ -227,6 +227,23 @@ func TestFixRollbackWritesOnlyWhatTheReleaseOwns(t *testing.T) {
 	}
 
 	before := everything(t, cfg)
+	t.Run("prompt", func(t *testing.T) {
+		// Without --yes: each object of the genuine rollback is listed before the question;
+		// the forged one is refused before it is asked. "n" writes nothing.
+		dir := filepath.Join(t.TempDir(), "backup")
+		out, errOut, _ := runCtx(ctx, t, "n\n", append([]string{"fix"}, f.args("--apply", "--max-risk", "medium", "--backup-dir", dir)...)...)
+		t.Logf("fix --apply, answering n:\n%s%s", out, errOut)
+		listed := "revision 1's manifest, object by object:\n      change Deployment/shop/web\n      create ConfigMap/shop/web-settings\n"
+		if i, j := strings.Index(out, listed), strings.Index(out, "Apply this step? [y/N/q]"); i < 0 || j < i {
+			t.Errorf("the objects of the shop rollback are not listed before the prompt")
+		}
+		if strings.Count(out, "Apply this step?") != 1 || refusalLine(out) == "" {
+			t.Errorf("want one prompt (shop) and the forged rollback refused without one")
+		}
+		if got := changed(before, everything(t, cfg)); len(got) > 0 {
+			t.Errorf("declining wrote %v", got)
+		}
+	})
 	for _, risk := range []string{"medium", "high"} {
 		t.Run("max-risk "+risk, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "backup")

@@ -3,7 +3,6 @@ package execute
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -194,12 +193,4 @@ func (e *Executor) gateRewrite(ctx context.Context, cl *cluster, st remediate.St
 		return gerr
 	}
 	return nil
-}
-
-func describeVerdicts(vs []remediate.ObjectVerdict) string {
-	parts := make([]string, len(vs))
-	for i, v := range vs {
-		parts[i] = v.String()
-	}
-	return strings.Join(parts, "; ")
 }
