@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"path/filepath"
 	"time"
 
@@ -228,6 +229,7 @@ func (w *world) prodEU(c *fcl, o *out) {
 		}
 	}
 	o.log(c.agentNS, podName, "fleet-agent", false, l.String())
+	o.agentRBAC(c, oldAgentVer, "2026-03-14T10:22:32Z")
 }
 
 // ---------------------------------------------------------------------------
@@ -692,5 +694,23 @@ func (w *world) devNoise(c *fcl, o *out) {
 	} {
 		e.ns = "default"
 		o.add("events", o.event(e))
+	}
+}
+
+// agentRBAC adds the agent release's cluster-scoped objects (its ClusterRole and
+// ClusterRoleBinding) as the release left them: with Helm's ownership metadata, so a rollback
+// of the release finds them its own.
+func (o *out) agentRBAC(c *fcl, agentVer, created string) {
+	for _, obj := range agentObjects(c.agentOpts(agentVer)) {
+		switch r := obj.(type) {
+		case *rbacv1.ClusterRole:
+			r.ObjectMeta = o.meta("ClusterRole", r.Name, "", created, nil, nil)
+			helmOwnedMeta(&r.ObjectMeta, c.agentBundleName(), c.agentNS, agentSetID)
+			o.add("clusterroles", r)
+		case *rbacv1.ClusterRoleBinding:
+			r.ObjectMeta = o.meta("ClusterRoleBinding", r.Name, "", created, nil, nil)
+			helmOwnedMeta(&r.ObjectMeta, c.agentBundleName(), c.agentNS, agentSetID)
+			o.add("clusterrolebindings", r)
+		}
 	}
 }

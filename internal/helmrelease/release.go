@@ -59,6 +59,10 @@ type Release struct {
 	// PayloadError is set when the record could not be decoded; the fields above then come
 	// from the Secret's labels only.
 	PayloadError error
+	// Malformed is set when the Secret's name, labels and record disagree on the release's
+	// name, namespace or revision. Name, Namespace and Revision are always the Secret's own;
+	// a malformed release is reported and never acted on.
+	Malformed error
 }
 
 // Helm's release statuses (helm pkg/release/status.go).
@@ -99,20 +103,16 @@ func (r *Release) Since() time.Time {
 // seen when a YAML dump is read without decoding, is tolerated.
 func FromSecret(name, namespace string, labels map[string]string, data []byte) *Release {
 	r := fromLabels(name, namespace, labels)
+	r.Malformed = storageMismatch(name, labels)
 	rel, err := Decode(data)
 	if err != nil {
 		r.PayloadError = err
 		return r
 	}
-	// A field the record leaves empty keeps what the labels said.
-	if rel.Name != "" {
-		r.Name = rel.Name
-	}
-	if rel.Namespace != "" {
-		r.Namespace = rel.Namespace
-	}
-	if rel.Version != 0 {
-		r.Revision = rel.Version
+	// The release's name, namespace and revision are the Secret's own (what Helm's storage
+	// queries by); a record that says otherwise is malformed, and nothing is done with it.
+	if r.Malformed == nil {
+		r.Malformed = recordMismatch(r, rel)
 	}
 	if rel.Info != nil {
 		if rel.Info.Status != "" {
@@ -129,9 +129,38 @@ func FromSecret(name, namespace string, labels map[string]string, data []byte) *
 		r.AppVersion = rel.Chart.Metadata.AppVersion
 	}
 	r.Docs = manifest.Docs(rel.Manifest, "")
-	// The label is what `helm` and Fleet query by; when the two disagree the record wins,
-	// as Helm's own storage driver decodes the record.
 	return r
+}
+
+// storageMismatch checks a release Secret's name against its labels as Helm's Secrets driver
+// writes them: sh.helm.release.v1.<name>.v<version>, labels name, version and owner=helm.
+func storageMismatch(secret string, labels map[string]string) error {
+	name, rev, ok := parseSecretName(secret)
+	switch {
+	case !ok:
+		return fmt.Errorf("its name is not sh.helm.release.v1.<release>.v<revision>")
+	case labels["owner"] != "helm":
+		return fmt.Errorf("it is not labelled owner=helm")
+	case labels["name"] != name:
+		return fmt.Errorf("its label name=%q does not match its name (release %q)", labels["name"], name)
+	case labels["version"] != strconv.Itoa(rev):
+		return fmt.Errorf("its label version=%q does not match its name (revision %d)", labels["version"], rev)
+	}
+	return nil
+}
+
+// recordMismatch compares the record a Secret holds with the Secret: the same release name,
+// namespace (when the record states one) and revision.
+func recordMismatch(r *Release, rel *release.Release) error {
+	switch {
+	case rel.Name != r.Name:
+		return fmt.Errorf("the record names release %q, the Secret %q", rel.Name, r.Name)
+	case rel.Namespace != "" && rel.Namespace != r.Namespace:
+		return fmt.Errorf("the record names namespace %q, the Secret is in %q", rel.Namespace, r.Namespace)
+	case rel.Version != r.Revision:
+		return fmt.Errorf("the record is revision %d, the Secret's name and label say %d", rel.Version, r.Revision)
+	}
+	return nil
 }
 
 func fromLabels(name, namespace string, labels map[string]string) *Release {
@@ -139,16 +168,9 @@ func fromLabels(name, namespace string, labels map[string]string) *Release {
 	if v, err := strconv.Atoi(labels["version"]); err == nil {
 		r.Revision = v
 	}
-	if r.Name == "" || r.Revision == 0 {
-		// Fall back to the Secret name: sh.helm.release.v1.<name>.v<rev>
-		if relName, rev, ok := parseSecretName(name); ok {
-			if r.Name == "" {
-				r.Name = relName
-			}
-			if r.Revision == 0 {
-				r.Revision = rev
-			}
-		}
+	// The Secret's name, sh.helm.release.v1.<name>.v<rev>, is what Helm reads a revision by.
+	if relName, rev, ok := parseSecretName(name); ok {
+		r.Name, r.Revision = relName, rev
 	}
 	if s, err := strconv.ParseInt(labels["modifiedAt"], 10, 64); err == nil {
 		r.ModifiedAt = time.Unix(s, 0).UTC()

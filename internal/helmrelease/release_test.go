@@ -166,12 +166,12 @@ func TestSecretNameFallback(t *testing.T) {
 		{"sh.helm.release.v1.fleet-agent-c-m-8k2lq.v12", nil, "fleet-agent-c-m-8k2lq", 12},
 		{"sh.helm.release.v1.my.vault-agent.v3", nil, "my.vault-agent", 3},
 		{"sh.helm.release.v1.rancher.v2", map[string]string{"name": "rancher"}, "rancher", 2},
-		{"sh.helm.release.v1.rancher.v2", map[string]string{"version": "5"}, "rancher", 5},
-		{"sh.helm.release.v1.my.vault", nil, "", 0},    // no revision: not a release name
-		{"sh.helm.release.v1.app.vlatest", nil, "", 0}, // revision not a number
-		{"sh.helm.release.v1.", nil, "", 0},            // nothing after the prefix
-		{"fleet-agent.v3", nil, "", 0},                 // not a release Secret name
-		{"sh.helm.release.v1.app.v0", nil, "", 0},      // revisions start at 1
+		{"sh.helm.release.v1.rancher.v2", map[string]string{"version": "5"}, "rancher", 2}, // the name wins; the label makes it malformed
+		{"sh.helm.release.v1.my.vault", nil, "", 0},                                        // no revision: not a release name
+		{"sh.helm.release.v1.app.vlatest", nil, "", 0},                                     // revision not a number
+		{"sh.helm.release.v1.", nil, "", 0},                                                // nothing after the prefix
+		{"fleet-agent.v3", nil, "", 0},                                                     // not a release Secret name
+		{"sh.helm.release.v1.app.v0", nil, "", 0},                                          // revisions start at 1
 	} {
 		r := FromSecret(tc.secret, "ns", tc.labels, nil)
 		if r.Name != tc.wantName || r.Revision != tc.wantRev {
@@ -272,3 +272,47 @@ func TestFromSecretKeepsManifestIdentitiesOnly(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A release record is only a Secret anyone allowed to write Secrets in the namespace can
+// forge: its name, namespace and revision must agree with the Secret's name, namespace and
+// storage labels, or the release is malformed (and the snapshot leaves it out).
+func TestFromSecretMalformed(t *testing.T) {
+	labels := func(name, version string) map[string]string {
+		return map[string]string{"name": name, "owner": "helm", "status": "deployed", "version": version}
+	}
+	record := func(name, ns string, version int) []byte {
+		return b64(gzipped(t, []byte(fmt.Sprintf(`{"name":%q,"namespace":%q,"version":%d,"info":{"status":"deployed"}}`, name, ns, version))))
+	}
+	for _, tc := range []struct {
+		desc   string
+		secret string
+		labels map[string]string
+		data   []byte
+		want   string // in the Malformed error; "" for a well-formed release
+	}{
+		{"consistent", "sh.helm.release.v1.app.v3", labels("app", "3"), record("app", "tenant-a", 3), ""},
+		{"record without a namespace (Helm omits it when empty)", "sh.helm.release.v1.app.v3", labels("app", "3"), record("app", "", 3), ""},
+		{"record in another namespace", "sh.helm.release.v1.app.v3", labels("app", "3"), record("app", "kube-system", 3), `namespace "kube-system"`},
+		{"record of another release", "sh.helm.release.v1.app.v3", labels("app", "3"), record("app$(id)", "tenant-a", 3), `release "app$(id)"`},
+		{"record of another revision", "sh.helm.release.v1.app.v3", labels("app", "3"), record("app", "tenant-a", 9), "revision 9"},
+		{"label name differs", "sh.helm.release.v1.app.v3", labels("other", "3"), record("app", "tenant-a", 3), `name="other"`},
+		{"label version differs", "sh.helm.release.v1.app.v3", labels("app", "4"), record("app", "tenant-a", 3), `version="4"`},
+		{"no owner label", "sh.helm.release.v1.app.v3", map[string]string{"name": "app", "version": "3"}, record("app", "tenant-a", 3), "owner=helm"},
+		{"not a release Secret name", "app-release", labels("app", "3"), record("app", "tenant-a", 3), "its name"},
+		{"undecodable, labels disagree", "sh.helm.release.v1.app.v3", labels("app", "7"), []byte("not base64!"), `version="7"`},
+	} {
+		r := FromSecret(tc.secret, "tenant-a", tc.labels, tc.data)
+		switch {
+		case tc.want == "" && r.Malformed != nil:
+			t.Errorf("%s: malformed: %v", tc.desc, r.Malformed)
+		case tc.want != "" && (r.Malformed == nil || !strings.Contains(r.Malformed.Error(), tc.want)):
+			t.Errorf("%s: Malformed = %v, want it to say %s", tc.desc, r.Malformed, tc.want)
+		}
+		if r.Namespace != "tenant-a" {
+			t.Errorf("%s: namespace %q, want the Secret's", tc.desc, r.Namespace)
+		}
+		if name, rev, ok := parseSecretName(tc.secret); ok && (r.Name != name || r.Revision != rev) {
+			t.Errorf("%s: release %q v%d, want the Secret name's %q v%d", tc.desc, r.Name, r.Revision, name, rev)
+		}
+	}
+}

@@ -193,6 +193,9 @@ type Step struct {
 	Commands []string `json:"commands"`
 	// Notes are caveats an operator should read before approving the step.
 	Notes []string `json:"notes,omitempty"`
+	// ManifestObjects are, for a rollback, the objects of the target revision's manifest it
+	// re-applies, each with the rule it is judged by before the first write.
+	ManifestObjects []PlannedObject `json:"manifestObjects,omitempty"`
 
 	// Parameters of the change, by action.
 	Generation int64             `json:"generation,omitempty"` // redeploy-agent, force-sync: the value written

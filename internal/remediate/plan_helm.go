@@ -167,6 +167,10 @@ func (pl *planner) rollbackStep(c *snapshot.Cluster, hist []*helmrelease.Release
 		},
 		Helm: h,
 	}
+	if target.PayloadError == nil {
+		s.ManifestObjects = plannedObjects(c, current.Namespace, current.Name, target.Docs)
+		s.Notes = append(s.Notes, manifestNotes(target.Revision, s.ManifestObjects)...)
+	}
 	if fleet.IsAgentBundle(current.Name) {
 		s.Notes = append(s.Notes, "This is the Fleet agent's own release: re-applying the older manifest restarts the agent on the older version, after which Fleet upgrades it again (what Fleet itself does when it meets \"another operation is in progress\").")
 	}

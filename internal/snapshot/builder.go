@@ -478,12 +478,19 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.ConfigMaps = append(c.ConfigMaps, t)
 	case *corev1.Secret:
 		if r := o.helm; r != nil {
-			if r.PayloadError != nil {
-				file, line := splitSource(src)
+			file, line := splitSource(src)
+			switch {
+			case r.Malformed != nil:
+				// Never judged, planned or acted on: its Secret could be anyone's forgery.
+				b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line,
+					Message: fmt.Sprintf("Helm release Secret %s/%s is malformed: %v (ignored: never acted on)", t.Namespace, t.Name, r.Malformed)})
+			case r.PayloadError != nil:
 				b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line,
 					Message: fmt.Sprintf("Helm release Secret %s/%s: %v (using its labels only)", t.Namespace, t.Name, r.PayloadError)})
 			}
-			c.HelmReleases = append(c.HelmReleases, r)
+			if r.Malformed == nil {
+				c.HelmReleases = append(c.HelmReleases, r)
+			}
 		}
 		if p := o.plan; p != nil {
 			file, line := splitSource(src)

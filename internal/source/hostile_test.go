@@ -49,7 +49,9 @@ var hostileBundles = []struct {
 	{"helm-config-bombs", func(t *testing.T, dir string) string {
 		// Four ~100 KB Helm release Secrets whose config holds 20 million empty objects each.
 		var raw bytes.Buffer
-		raw.WriteString(`{"name":"fleet-agent-local","namespace":"cattle-fleet-local-system","version":3,` +
+		// Each record states its own revision (one digit, set per Secret below), as Helm
+		// writes it: a record that disagrees with its Secret is malformed and left out.
+		raw.WriteString(`{"name":"fleet-agent-local","namespace":"cattle-fleet-local-system","version":0,` +
 			`"info":{"status":"pending-upgrade","last_deployed":"2026-11-28T08:00:00Z","description":"Preparing upgrade"},` +
 			`"chart":{"metadata":{"name":"fleet-agent","version":"106.0.0+up0.12.0"}},"config":{"x":[`)
 		for i := 0; i < 20_000_000; i++ {
@@ -59,10 +61,13 @@ var hostileBundles = []struct {
 			raw.WriteString("{}")
 		}
 		raw.WriteString("]}}")
-		stored := []byte(base64.StdEncoding.EncodeToString(gzBytes(raw.Bytes())))
+		record := raw.Bytes()
+		digit := bytes.Index(record, []byte(`"version":0`)) + len(`"version":`)
 		b := filepath.Join(dir, "helm-config-bombs")
 		files := map[string]string{}
 		for rev := 1; rev <= 4; rev++ {
+			record[digit] = byte('0' + rev)
+			stored := []byte(base64.StdEncoding.EncodeToString(gzBytes(record)))
 			files[fmt.Sprintf("sh.helm.release.v1.fleet-agent-local.v%d.yaml", rev)] = helmSecretYAML("fleet-agent-local", "cattle-fleet-local-system", "pending-upgrade", rev, stored)
 		}
 		writeTree(t, b, files)

@@ -114,22 +114,26 @@ func (e *Executor) needs(ctx context.Context, cl *cluster, st remediate.Step) ([
 		// Helm's storage lists a release's Secrets by label; the rollback re-applies the
 		// target revision's manifest objects.
 		out = append(out, Permission{Cluster: cl.name, Verb: "list", Resource: "secrets", Namespace: st.Helm.Namespace, Step: st.ID})
+		// Only the objects the release may write are asked for: a refused object is never
+		// written, and a manifest that cannot be read refuses its own step when it runs
+		// without stopping the others here.
 		manifest, err := e.targetManifest(cl, st)
 		if err != nil {
-			return nil, err
+			return out, nil
 		}
-		us, objs, err := e.manifestObjects(cl, st, manifest)
+		items, err := e.reviewManifest(ctx, cl, st.Helm.Namespace, st.Helm.Release, manifest, false)
 		if err != nil {
-			return nil, err
+			return out, nil
 		}
-		for i, o := range objs {
-			if remediate.Guard(o, "", us[i].GetLabels()) != nil {
+		for _, it := range items {
+			o := it.verdict.Object
+			if it.verdict.Op == remediate.OpRefused || it.verdict.Op == remediate.OpLeftAlone {
 				continue
 			}
 			if err := add(o, "get", "patch"); err != nil {
 				return nil, err
 			}
-			if live, err := cl.read(ctx, o); err == nil && live == nil {
+			if it.live == nil {
 				if err := add(o, "create"); err != nil {
 					return nil, err
 				}

@@ -47,6 +47,10 @@ const (
 	StatusBlocked    = "blocked"
 	StatusNotRun     = "not run"
 	StatusSaved      = "saved"
+	// StatusRefused: the step would write an object the release does not own (or a
+	// high-risk one below --max-risk high), or its release record is malformed; nothing
+	// was written.
+	StatusRefused = "refused"
 )
 
 // Outcome is what became of one step.
@@ -80,6 +84,9 @@ type Executor struct {
 	entries []Entry
 	in      *bufio.Reader
 	numbers map[string]int
+	// maxRisk is the plan's --max-risk: a step that would create or change a high-risk
+	// object (remediate.HighRiskReason) runs only at High.
+	maxRisk remediate.Risk
 	quit    bool
 	bound   map[string]bool
 	// note is what a write did beyond the objects it lists (a storage migration's count),
@@ -97,6 +104,7 @@ func Run(ctx context.Context, plan *remediate.Plan, opts Options) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	e.maxRisk = plan.MaxRisk
 	// Every permission first: a run that would stop half-way for lack of one makes no write.
 	var todo []remediate.Step
 	for _, inc := range plan.Incidents {
@@ -254,6 +262,7 @@ func Resume(ctx context.Context, opts Options, plan *remediate.Plan) (*Result, e
 	if err != nil {
 		return nil, err
 	}
+	e.maxRisk = plan.MaxRisk
 	units := interrupted(e.entries, e.states)
 	n := 0
 	for _, u := range units {
@@ -616,6 +625,11 @@ func (e *Executor) runStep(ctx context.Context, st remediate.Step, attempt []rem
 			return e.verify(ctx, cl, st, v)
 		}
 	}
+	if st.Action == remediate.HelmRollback {
+		if err := e.previewRollback(ctx, cl, st); err != nil {
+			return e.stop(st, err)
+		}
+	}
 	ok, err := e.confirm(st)
 	if err != nil {
 		return StatusFailed, err.Error(), err
@@ -735,6 +749,15 @@ func (e *Executor) stop(st remediate.Step, err error) (string, string, error) {
 		_ = e.record(st, PhaseConflict, err.Error(), nil)
 		return StatusConflict, err.Error(), err
 	}
+	var oe *remediate.OwnershipError
+	var re *RecordError
+	if errors.As(err, &oe) || errors.As(err, &re) {
+		// Nothing of the step was written and nothing else depends on it: the incident
+		// stays open, the run goes on.
+		e.say("  [%d] REFUSED: %v", n, err)
+		_ = e.record(st, PhaseFailed, err.Error(), nil)
+		return StatusRefused, err.Error(), nil
+	}
 	var ge *remediate.GuardError
 	if errors.As(err, &ge) {
 		e.say("  [%d] REFUSED: %v", n, err)
@@ -784,7 +807,7 @@ func (e *Executor) backup(ctx context.Context, cl *cluster, st remediate.Step) (
 		if err != nil {
 			return nil, nil, err
 		}
-		_, mobjs, err := e.manifestObjects(cl, st, manifest)
+		_, mobjs, err := e.manifestObjects(cl, st.Helm.Namespace, manifest)
 		if err != nil {
 			return nil, nil, err
 		}

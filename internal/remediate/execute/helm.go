@@ -255,6 +255,13 @@ func (e *Executor) rollback(ctx context.Context, cl *cluster, st remediate.Step,
 		if err != nil {
 			return nil, e.helmErr(st, gs, h.SecretName(h.Target), err)
 		}
+		if err := checkRecords(st, gs, current, target); err != nil {
+			return nil, err
+		}
+		// Every object of the target manifest is judged before the first write.
+		if _, err := e.gateRollback(ctx, cl, st, target.Manifest); err != nil {
+			return nil, err
+		}
 		switch {
 		case last.Version != h.Current:
 			return nil, &ConflictError{Step: st.ID, Object: gs.object(h.SecretName(last.Version)), Reason: fmt.Sprintf("revision %d is the newest now, not %d", last.Version, h.Current)}
@@ -263,7 +270,7 @@ func (e *Executor) rollback(ctx context.Context, cl *cluster, st remediate.Step,
 		}
 		rel = &release.Release{
 			Name:      h.Release,
-			Namespace: current.Namespace,
+			Namespace: h.Namespace,
 			Chart:     target.Chart,
 			Config:    target.Config,
 			Info: &release.Info{
@@ -317,6 +324,30 @@ func (e *Executor) rollback(ctx context.Context, cl *cluster, st remediate.Step,
 		}
 	}
 	return append(gs.writes, applied...), nil
+}
+
+// RecordError is a release record that does not match the Secret holding it: the step is
+// refused, the rest of the run goes on.
+type RecordError struct {
+	Object remediate.Object
+	Reason string
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("refusing to act on Helm release Secret %s on %s: %s; a malformed release record is never acted on", e.Object.Ref(), e.Object.Cluster, e.Reason)
+}
+
+// checkRecords holds the records read to the Secrets they were read from: a record that
+// names another release, namespace or revision than its Secret is not acted on.
+func checkRecords(st remediate.Step, gs *guardedSecrets, recs ...*release.Release) error {
+	h := st.Helm
+	for i, r := range recs {
+		rev := []int{h.Current, h.Target}[i]
+		if r.Name != h.Release || r.Version != rev || (r.Namespace != "" && r.Namespace != h.Namespace) {
+			return &RecordError{Object: gs.object(h.SecretName(rev)), Reason: fmt.Sprintf("the record it holds names release %q in namespace %q at revision %d", r.Name, r.Namespace, r.Version)}
+		}
+	}
+	return nil
 }
 
 // holdSecrets checks that every release Secret still has the version read when planning.
@@ -412,8 +443,8 @@ func (e *Executor) helmState(ctx context.Context, cl *cluster, st remediate.Step
 }
 
 // manifestObjects parses a release manifest into objects, each with its namespace resolved
-// (Helm puts a namespaced object without one in the release namespace).
-func (e *Executor) manifestObjects(cl *cluster, st remediate.Step, manifest string) ([]*unstructured.Unstructured, []remediate.Object, error) {
+// (Helm puts a namespaced object without one in the release namespace ns).
+func (e *Executor) manifestObjects(cl *cluster, ns, manifest string) ([]*unstructured.Unstructured, []remediate.Object, error) {
 	dec := k8syaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	var us []*unstructured.Unstructured
 	var objs []remediate.Object
@@ -423,7 +454,7 @@ func (e *Executor) manifestObjects(cl *cluster, st remediate.Step, manifest stri
 			if err == io.EOF {
 				break
 			}
-			return nil, nil, fmt.Errorf("revision %d's manifest: %w", st.Helm.Target, err)
+			return nil, nil, fmt.Errorf("the release manifest: %w", err)
 		}
 		if len(m) == 0 {
 			continue
@@ -432,20 +463,30 @@ func (e *Executor) manifestObjects(cl *cluster, st remediate.Step, manifest stri
 		if u.GetKind() == "" || u.GetName() == "" {
 			continue
 		}
-		_, namespaced, err := cl.resource(u.GetAPIVersion(), u.GetKind())
+		o, err := resolveObject(cl, ns, u)
 		if err != nil {
 			return nil, nil, err
 		}
-		if namespaced && u.GetNamespace() == "" {
-			u.SetNamespace(st.Helm.Namespace)
-		}
-		if !namespaced {
-			u.SetNamespace("")
-		}
 		us = append(us, u)
-		objs = append(objs, remediate.Object{Cluster: cl.name, APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()})
+		objs = append(objs, o)
 	}
 	return us, objs, nil
+}
+
+// resolveObject sets a manifest object's namespace as Helm does (the release's for a
+// namespaced object without one, none for a cluster-scoped one) and names it.
+func resolveObject(cl *cluster, ns string, u *unstructured.Unstructured) (remediate.Object, error) {
+	_, namespaced, err := cl.resource(u.GetAPIVersion(), u.GetKind())
+	if err != nil {
+		return remediate.Object{}, err
+	}
+	if namespaced && u.GetNamespace() == "" {
+		u.SetNamespace(ns)
+	}
+	if !namespaced {
+		u.SetNamespace("")
+	}
+	return remediate.Object{Cluster: cl.name, APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}, nil
 }
 
 // targetManifest reads the manifest of the revision a rollback goes back to.
@@ -463,27 +504,25 @@ func (e *Executor) targetManifest(cl *cluster, st remediate.Step) (string, error
 // before, and only where the server says the object would change. Objects the guard forbids
 // (Namespaces, CRDs, Secrets that are not release storage) are left alone and named.
 func (e *Executor) applyManifest(ctx context.Context, cl *cluster, st remediate.Step, manifest string, dry bool) ([]Write, error) {
-	us, objs, err := e.manifestObjects(cl, st, manifest)
+	us, objs, err := e.manifestObjects(cl, st.Helm.Namespace, manifest)
 	if err != nil {
 		return nil, err
 	}
 	var writes []Write
 	for i, u := range us {
 		o := objs[i]
-		live, err := cl.read(ctx, o)
+		it, err := e.judgeObject(ctx, cl, st.Helm.Namespace, st.Helm.Release, u, o)
 		if err != nil {
-			return writes, fmt.Errorf("reading %s: %w", o.Ref(), err)
+			return writes, err
 		}
-		var typ string
-		var lbls map[string]string
-		if live != nil {
-			typ, _, _ = unstructured.NestedString(live.Object, "type")
-			lbls = live.GetLabels()
-		}
-		if err := remediate.Guard(o, typ, lbls); err != nil {
-			e.say("  left alone: %v", err)
+		if it.verdict.Op == remediate.OpLeftAlone {
+			e.say("  left alone: %s: %s", o.Ref(), it.verdict.Refused)
 			continue
 		}
+		if err := checkOwned(st, it); err != nil {
+			return writes, err
+		}
+		live := it.live
 		setHelmMetadata(u, st.Helm.Release, st.Helm.Namespace)
 		h, err := cl.handle(o)
 		if err != nil {
@@ -500,6 +539,12 @@ func (e *Executor) applyManifest(ctx context.Context, cl *cluster, st remediate.
 		}
 		if dry || (live != nil && sameContent(live, preview)) {
 			continue
+		}
+		if it.verdict.HighRisk != "" && e.maxRisk < remediate.High {
+			if it.verdict.Op = remediate.OpChange; live == nil {
+				it.verdict.Op = remediate.OpCreate
+			}
+			return writes, &remediate.OwnershipError{Step: st.ID, Release: st.Helm.Namespace + "/" + st.Helm.Release, NeedsHigh: []remediate.ObjectVerdict{it.verdict}}
 		}
 		out, err := h.Apply(ctx, o.Name, u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		if err != nil && OutcomeUnknown(err) {

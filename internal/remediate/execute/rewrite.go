@@ -184,6 +184,9 @@ func (e *Executor) helmRewrite(ctx context.Context, cl *cluster, st remediate.St
 		if err != nil {
 			return nil, e.helmErr(st, gs, secretName(rw.Release, rev), err)
 		}
+		if rel.Name != rw.Release || rel.Version != rev || (rel.Namespace != "" && rel.Namespace != rw.Namespace) {
+			return nil, &RecordError{Object: gs.object(secretName(rw.Release, rev)), Reason: fmt.Sprintf("the record it holds names release %q in namespace %q at revision %d", rel.Name, rel.Namespace, rel.Version)}
+		}
 		manifest, changes, refusals, err := rewriteManifest(rel.Manifest, minor)
 		if err != nil {
 			return nil, fmt.Errorf("revision %d of Helm release %s/%s: %w", rev, rw.Namespace, rw.Release, err)
@@ -196,6 +199,13 @@ func (e *Executor) helmRewrite(ctx context.Context, cl *cluster, st remediate.St
 		}
 		rel.Manifest = manifest
 		todo = append(todo, pending{rel, changes})
+	}
+	var changed []docChange
+	for _, p := range todo {
+		changed = append(changed, p.changes...)
+	}
+	if err := e.gateRewrite(ctx, cl, st, changed); err != nil {
+		return nil, err
 	}
 	if dry {
 		// Every rewritten document must be accepted by the server (server-side apply,
