@@ -80,6 +80,13 @@ type Cluster struct {
 func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs []finding.Finding, errs []finding.ScanError) *Report {
 	r := &Report{SchemaVersion: SchemaVersion, EvaluatedAt: now.UTC(), Incidents: incidents, Findings: fs, Skipped: append([]snapshot.Skipped{}, s.Skipped...)}
 	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
+	// Every view reads an incident's clusters from the incident; one built without them
+	// (by hand, not through finding.NewIncident) gets them here, so no view drops it.
+	for i, inc := range r.Incidents {
+		if len(inc.Clusters) == 0 {
+			r.Incidents[i] = finding.NewIncident(inc.RootCause, inc.Symptoms)
+		}
+	}
 	for _, c := range s.Clusters {
 		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c),
 			Context: c.Context, ContextSource: string(c.ContextSource), ContextServer: c.ContextServer, Kubeconfig: c.Kubeconfig}

@@ -266,7 +266,7 @@ func TestFreeTextCannotForgeAdvice(t *testing.T) {
 		Remediation: []finding.Step{{Rung: "repair", Action: "Roll back.", Commands: []string{"helm --kube-context c1 -n tenant-a rollback app 1"}}},
 	}
 	s := &snapshot.Snapshot{Clusters: []*snapshot.Cluster{{Name: "c1", Role: snapshot.Downstream, Context: "c1", ContextSource: snapshot.ContextRecorded}}}
-	r := report.New(s, now, []finding.Incident{{RootCause: f}}, []finding.Finding{f}, nil)
+	r := report.New(s, now, []finding.Incident{finding.NewIncident(f, nil)}, []finding.Finding{f}, nil)
 	for _, format := range report.Formats {
 		out := string(render(t, r, format, report.Options{Width: 200}))
 		if format == "json" {
