@@ -74,9 +74,6 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 	if len(index) == 0 {
 		return nil, fmt.Errorf("%s holds no backup made by unstick fix (no %s)", o.Dir, filepath.Join(objectsDir, indexFile))
 	}
-	if err := checkJournalWrites(o.Dir, b.Journal); err != nil {
-		return nil, err
-	}
 	items := map[string]*restoreItem{}
 	var keys []string
 	for i, e := range index {

@@ -103,6 +103,9 @@ func LoadBackup(dir string, key *BackupKey) (*Backup, error) {
 			return nil, refuseBackup(dir, "%s on %s: %v", entryRef(e), e.Cluster, err)
 		}
 	}
+	if err := checkJournalWrites(dir, b.Journal); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
