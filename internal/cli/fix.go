@@ -82,10 +82,11 @@ is missing (deploy/rbac/fix.yaml grants it).
 
 Run again with the same --backup-dir after an interruption: finished steps are not repeated, a
 step the interrupted run wrote is verified instead of written again, and no backup is
-overwritten. 'unstick restore DIR' puts the objects back. The backup's record and every journal
-line carry a MAC under a key kept outside the backup directory (~/.config/unstick/backup.key,
-made 0600 on first use; or --backup-key-file, --backup-key-secret): a directory whose MACs do
-not verify is refused before any cluster is read.
+overwritten. 'unstick restore DIR' puts the objects back. The backup's record and every
+journal line carry a MAC under a key kept outside the backup directory
+(~/.config/unstick/backup.key, made 0600 on first use; or --backup-key-file,
+--backup-key-secret): a directory whose MACs do not verify is refused before any cluster is
+read.
 
 Never touched: Fleet ClusterRegistrations and registration secrets, CRDs, Namespaces, and
 Secrets other than Helm release storage.

@@ -219,10 +219,24 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 		}
 	})
 
-	// The untampered backup is restored: the refusals above came from the attacks.
+	// The untampered backup is restored: the refusals above came from the attacks. The key is
+	// read from a Secret the operator names (the per-user key, copied there), after a Secret
+	// holding another key is refused.
 	t.Run("untampered", func(t *testing.T) {
+		for name, key := range map[string][]byte{"unstick-backup-key": userKey(t), "not-the-key": []byte("another key of at least 32 bytes")} {
+			_, err := cs.CoreV1().Secrets("kube-system").Create(context.Background(), &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"}, Data: map[string][]byte{"key": key}}, metav1.CreateOptions{})
+			must(t, err)
+		}
 		before := everything(t, cfg)
-		out, errOut, code := runCtx(context.Background(), t, "", "restore", copyBackup(t, dir), "--kubeconfig", f.kubeconfig)
+		out, errOut, code := runCtx(context.Background(), t, "", "restore", copyBackup(t, dir), "--kubeconfig", f.kubeconfig, "--backup-key-secret", "kube-system/not-the-key")
+		if code != 1 || !strings.Contains(errOut, "it was authenticated with another key") || !strings.Contains(errOut, `Secret kube-system/not-the-key data "key"`) {
+			t.Errorf("restore with the key of another Secret exit %d, want 1 and the key refused:\n%s%s", code, out, errOut)
+		}
+		if d := changed(before, everything(t, cfg)); len(d) != 0 {
+			t.Errorf("a refused restore wrote to the server: %v", d)
+		}
+		out, errOut, code = runCtx(context.Background(), t, "", "restore", copyBackup(t, dir), "--kubeconfig", f.kubeconfig, "--backup-key-secret", "kube-system/unstick-backup-key")
 		if code != 0 {
 			t.Fatalf("restore of the untampered backup exit %d\n%s%s", code, out, errOut)
 		}
