@@ -244,6 +244,31 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			t.Errorf("restore of the untampered backup changed nothing")
 		}
 	})
+
+	// A Deployment fix wrote (the rollback re-applied it), deleted since by someone else:
+	// restore, even with --force, does not create it — fix never deletes a Deployment.
+	t.Run("a written Deployment deleted since", func(t *testing.T) {
+		index, err := execute.ReadIndex(dir)
+		must(t, err)
+		var dep *execute.IndexEntry
+		for i := range index {
+			if index[i].Kind == "Deployment" && index[i].Existed {
+				dep = &index[i]
+				break
+			}
+		}
+		if dep == nil {
+			t.Fatalf("the fix wrote no Deployment: %+v", index)
+		}
+		must(t, cs.AppsV1().Deployments(dep.Namespace).Delete(context.Background(), dep.Name, metav1.DeleteOptions{}))
+		out, errOut, code := runCtx(context.Background(), t, "", "restore", copyBackup(t, dir), "--kubeconfig", f.kubeconfig, "--force")
+		if code != 1 || !strings.Contains(out, "restore creates only an object fix deleted") {
+			t.Errorf("restore --force of a deleted Deployment exit %d, want 1 and the Deployment refused:\n%s%s", code, out, errOut)
+		}
+		if _, err := cs.AppsV1().Deployments(dep.Namespace).Get(context.Background(), dep.Name, metav1.GetOptions{}); err == nil {
+			t.Errorf("restore created Deployment %s/%s", dep.Namespace, dep.Name)
+		}
+	})
 }
 
 // A journal is a file too: edited so that a begun step names another object, the rerun

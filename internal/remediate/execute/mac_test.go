@@ -309,3 +309,41 @@ func TestRestoreRefusesJournaledDeletesOfPatchedKinds(t *testing.T) {
 		t.Error("delete-job may delete a Deployment")
 	}
 }
+
+// FuzzJournalMAC splices arbitrary bytes into a genuine journal: the backup is refused, or
+// every line it accepts is one Append wrote, in the order written.
+func FuzzJournalMAC(f *testing.F) {
+	f.Add([]byte("{}\n"), 0)
+	f.Add([]byte(`{"step":"x","phase":"begin","mac":"00"}`+"\n"), 1)
+	f.Add([]byte{}, 2)
+	f.Add([]byte("\n\n"), 3)
+	f.Fuzz(func(t *testing.T, junk []byte, at int) {
+		key := testKey(t, "k")
+		dir := journaled(t, key, "a", "b", "c")
+		lines := journalLines(t, dir)
+		genuine := map[string]int{}
+		for i, l := range lines {
+			var e Entry
+			_ = json.Unmarshal(l, &e)
+			genuine[e.MAC] = i
+		}
+		if at < 0 {
+			at = -at
+		}
+		at %= len(lines) + 1
+		var spliced [][]byte
+		spliced = append(spliced, lines[:at]...)
+		spliced = append(spliced, junk)
+		spliced = append(spliced, lines[at:]...)
+		writeLines(t, dir, spliced...)
+		b, err := LoadBackup(dir, key)
+		if err != nil {
+			return
+		}
+		for i, e := range b.Journal {
+			if n, ok := genuine[e.MAC]; !ok || n != i {
+				t.Fatalf("accepted line %d (%+v) is not the line Append wrote there", i, e)
+			}
+		}
+	})
+}

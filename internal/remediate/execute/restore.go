@@ -235,8 +235,8 @@ func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreIte
 	switch {
 	case it.last.Op == "delete" && live != nil && !o.Force:
 		return fail("it exists again (uid %s, created after unstick deleted it); --force replaces it with the backup", live.GetUID())
-	case it.last.Op != "delete" && live == nil:
-		return fail("it was deleted after unstick wrote it; fix never deletes a %s, so restore does not create one (not even with --force)", groupKind(e))
+	case it.last.Op != "delete" && live == nil && e.Existed:
+		return fail("it was deleted after unstick wrote it; restore creates only an object fix deleted, of a kind it deletes (%s), so not this %s (not even with --force)", deletedKindList(), groupKind(e))
 	case it.last.Op != "delete" && live != nil && live.GetResourceVersion() != it.last.After && !o.Force &&
 		(it.last.AfterDigest == "" || contentDigest(live) != it.last.AfterDigest):
 		return fail("it changed after unstick wrote it (resourceVersion %s, unstick left %s); --force restores the backup over that change", live.GetResourceVersion(), it.last.After)
