@@ -53,9 +53,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 		resealed bool
 	}{
 		{
-			name:   "index points at a file outside the backup",
+			name:     "index points at a file outside the backup",
 			resealed: true,
-			reason: `"../outside/private.yaml" is not a path inside the backup directory`,
+			reason:   `"../outside/private.yaml" is not a path inside the backup directory`,
 			tamper: func(t *testing.T, copy string) {
 				outside := filepath.Join(filepath.Dir(copy), "outside")
 				must(t, os.MkdirAll(outside, 0o700))
@@ -72,9 +72,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			},
 		},
 		{
-			name:   "backup file is a symbolic link out of the backup",
+			name:     "backup file is a symbolic link out of the backup",
 			resealed: true,
-			reason: "passes through a symbolic link",
+			reason:   "passes through a symbolic link",
 			tamper: func(t *testing.T, copy string) {
 				outside := filepath.Join(filepath.Dir(copy), "private.yaml")
 				must(t, os.WriteFile(outside, mustRead(t, filepath.Join(copy, v4)), 0o600))
@@ -84,9 +84,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			},
 		},
 		{
-			name:   "index adds a cluster-admin ClusterRoleBinding",
+			name:     "index adds a cluster-admin ClusterRoleBinding",
 			resealed: true,
-			reason: "is not one fix writes",
+			reason:   "is not one fix writes",
 			tamper: func(t *testing.T, copy string) {
 				addBinding(t, copy, false)
 			},
@@ -96,9 +96,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			},
 		},
 		{
-			name:   "a cluster-admin ClusterRoleBinding dressed as the release's manifest object",
+			name:     "a cluster-admin ClusterRoleBinding dressed as the release's manifest object",
 			resealed: true,
-			reason: "fix never deletes a ClusterRoleBinding.rbac.authorization.k8s.io",
+			reason:   "fix never deletes a ClusterRoleBinding.rbac.authorization.k8s.io",
 			tamper: func(t *testing.T, copy string) {
 				addBinding(t, copy, true)
 			},
@@ -108,9 +108,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			},
 		},
 		{
-			name:   "a Secret body named other than its guarded index line",
+			name:     "a Secret body named other than its guarded index line",
 			resealed: true,
-			reason: "not the object its index line names",
+			reason:   "not the object its index line names",
 			tamper: func(t *testing.T, copy string) {
 				p := filepath.Join(copy, v4)
 				b := mustRead(t, p)
