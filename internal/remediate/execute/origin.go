@@ -116,7 +116,11 @@ func readOrigin(dir string, key *BackupKey) (*Origin, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {
-		return nil, refuseBackup(dir, "%s is not valid: %v", OriginFile, err)
+		var v struct{ Format int }
+		if json.Unmarshal(b, &v) != nil || v.Format == originFormat {
+			return nil, refuseBackup(dir, "%s is not valid: %v", OriginFile, err)
+		}
+		o.Format = v.Format // another version's record: said below
 	}
 	switch {
 	case o.Format == 2:
