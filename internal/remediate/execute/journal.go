@@ -61,7 +61,7 @@ type Write struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
-	// Op is create, update, patch, apply or delete.
+	// Op is create, update, update-status, patch, apply or delete.
 	Op string `json:"op"`
 	// Before and After are the resource versions around the write (After empty for a delete).
 	Before string `json:"before,omitempty"`

@@ -141,7 +141,7 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 }
 
 // writeOps are the operations a journaled write may record.
-var writeOps = map[string]bool{"create": true, "update": true, "patch": true, "apply": true, "delete": true}
+var writeOps = map[string]bool{"create": true, "update": true, "update-status": true, "patch": true, "apply": true, "delete": true}
 
 // checkJournalWrites refuses a journal (authenticated, but written by a version of unstick
 // whose steps deleted other kinds, or by someone holding the key) that records a delete fix
