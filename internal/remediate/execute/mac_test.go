@@ -295,6 +295,7 @@ func TestRestoreRefusesJournaledDeletesOfPatchedKinds(t *testing.T) {
 		{Cluster: "local", APIVersion: "batch/v1", Kind: "Job", Namespace: "system-upgrade", Name: "apply-on-w1", Op: "delete"},
 		{Cluster: "local", APIVersion: "fleet.cattle.io/v1alpha1", Kind: "BundleDeployment", Namespace: "cluster-fleet-default-c1", Name: "b", Op: "delete"},
 		{Cluster: "local", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "cattle-fleet-system", Name: "fleet-agent", Op: "patch"},
+		{Cluster: "local", APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets.example.unstick.dev", Op: "update-status"},
 	} {
 		if err := checkJournalWrites("dir", []Entry{{Writes: []Write{w}}}); err != nil {
 			t.Errorf("%s %s refused: %v", w.Op, w.Kind, err)
