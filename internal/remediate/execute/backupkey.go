@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // KeyBytes is the size of a key unstick makes, and the least it accepts.
@@ -93,14 +94,15 @@ func LoadKeyFile(path string, create bool) (*BackupKey, error) {
 }
 
 // keyFileMode refuses a key file anyone else could read or change, or one reached through a
-// symbolic link (which could point at a file someone else controls).
+// symbolic link (which could point at a file someone else controls). Windows has no mode
+// bits (Go reports 0666): there the profile directory's ACL keeps others out.
 func keyFileMode(path string, fi fs.FileInfo) error {
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return fmt.Errorf("backup key %s is a symbolic link; unstick reads a key only from a regular file", path)
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("backup key %s is not a regular file", path)
-	case fi.Mode().Perm()&0o077 != 0:
+	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0:
 		return fmt.Errorf("backup key %s has mode %04o: others may read or change it; make it 0600 (chmod 600 %s) or use another key", path, fi.Mode().Perm(), path)
 	}
 	return nil
