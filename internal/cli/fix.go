@@ -40,6 +40,7 @@ type fixOptions struct {
 	quiet         bool
 	judge         judgeFlags
 	kube          *kubeFlags
+	backupKey     backupKeyFlags
 	reg           *registryFlags
 	live          bool
 
@@ -81,7 +82,11 @@ is missing (deploy/rbac/fix.yaml grants it).
 
 Run again with the same --backup-dir after an interruption: finished steps are not repeated, a
 step the interrupted run wrote is verified instead of written again, and no backup is
-overwritten. 'unstick restore DIR' puts the objects back.
+overwritten. 'unstick restore DIR' puts the objects back. The backup's record and every
+journal line carry a MAC under a key kept outside the backup directory
+(~/.config/unstick/backup.key, made 0600 on first use; or --backup-key-file,
+--backup-key-secret): a directory whose MACs do not verify is refused before any cluster is
+read.
 
 Never touched: Fleet ClusterRegistrations and registration secrets, CRDs, Namespaces, and
 Secrets other than Helm release storage.
@@ -137,6 +142,7 @@ object changed since planning, or the input held no Kubernetes object; 2 usage e
 	f.BoolVar(&o.apply, "apply", false, "carry the plan out (default: only print it)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "with --apply, answer yes to every step's confirmation")
 	f.StringVar(&o.backupDir, "backup-dir", "", "where --apply keeps backups, evidence and its journal (default ./unstick-fix-<time>; reuse it to resume)")
+	o.backupKey.addFlags(f)
 	f.DurationVar(&o.verifyTimeout, "verify-timeout", 2*time.Minute, "how long a step waits for the state to move before it counts as not verified")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	o.reg.addFlags(f)
@@ -175,6 +181,12 @@ func (o *fixOptions) validate() error {
 	}
 	if o.backupDir != "" && !o.apply {
 		return usageErrorf("--backup-dir is where --apply keeps its backups; without --apply nothing is written")
+	}
+	if (o.backupKey.file != "" || o.backupKey.secret != "") && !o.apply {
+		return usageErrorf("the backup key authenticates what --apply writes; without --apply there is no backup")
+	}
+	if err := o.backupKey.validate(); err != nil {
+		return err
 	}
 	ok := false
 	for _, f := range fixFormats {
@@ -271,6 +283,16 @@ func (o *fixOptions) run(ctx context.Context) error {
 	if dir == "" {
 		dir = "unstick-fix-" + runID[:len("20060102T150405")] + "Z"
 	}
+	// The key first, and with it the backup directory an earlier run left: one whose MACs do
+	// not verify is refused before any cluster is read.
+	key, err := o.backupKey.load(ctx, o.kube, true)
+	if err != nil {
+		return err
+	}
+	unfinished, err := execute.Unfinished(dir, key)
+	if err != nil {
+		return err
+	}
 	targets, err := o.kube.targets(ctx)
 	if err != nil {
 		return err
@@ -284,13 +306,9 @@ func (o *fixOptions) run(ctx context.Context) error {
 		log = o.s.ErrOut
 	}
 	opts := execute.Options{BackupDir: dir, Yes: o.yes, In: o.s.In, Out: log, VerifyTimeout: o.verifyTimeout,
-		Clients: execute.NewClients(configs), Run: runID}
+		Clients: execute.NewClients(configs), Run: runID, Key: key}
 	// An interrupted run is finished first, from its journal; then the plan is made again.
 	var resumed *execute.Result
-	unfinished, err := execute.Unfinished(dir)
-	if err != nil {
-		return err
-	}
 	if unfinished {
 		fmt.Fprintf(log, "Finishing what an interrupted run left in %s before planning again\n", dir)
 		// The journal is only a file: a step read back from it runs again only where the

@@ -20,6 +20,7 @@ type restoreOptions struct {
 	force  bool
 	output string
 	kube   *kubeFlags
+	key    backupKeyFlags
 }
 
 func newRestoreCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -36,12 +37,16 @@ back byte for byte, payload included.
 An object that changed after the fix wrote it — someone else's work, or a controller's — is
 refused, with the reason, unless --force. Objects the fix only read are left alone.
 
-Before any write, the whole backup is checked and refused, naming the reason, when: its
-backup.json is missing (written by an older unstick) or its digests do not match the index and
-files; a file is outside the backup directory, behind a symbolic link, or holds another object
-than its index line names; an object is of a kind fix never writes; or a cluster it names is
-not the cluster the backup was taken from (the UID of its kube-system namespace). --force does
-not bypass any of these checks.
+Before any request to a cluster, the whole backup is checked and refused, naming the reason,
+when: its backup.json or a journal line does not carry a MAC that verifies under the backup key
+(the per-user key fix made, --backup-key-file or --backup-key-secret: never a file of the backup
+directory), or the backup was written by an older unstick without one; its digests do not match
+the index and files; a file is outside the backup directory, behind a symbolic link, or holds
+another object than its index line names; an object is of a kind fix never writes; or the
+journal records a delete of a kind fix never deletes. Then, by reads, a cluster it names must be
+the cluster the backup was taken from (the UID of its kube-system namespace). --force does not
+bypass any of these checks. Restore creates an object only when the journal records that fix
+deleted it, and only of a kind fix deletes (a Job, a BundleDeployment).
 
 The clusters are found by the kubeconfig context names the fix used (--kubeconfig as for fix).`,
 		Example: `  # Everything a fix changed
@@ -59,22 +64,33 @@ The clusters are found by the kubeconfig context names the fix used (--kubeconfi
 			if o.output != "table" && o.output != "json" {
 				return usageErrorf("-o %q: want table or json", o.output)
 			}
+			if err := o.key.validate(); err != nil {
+				return err
+			}
 			return o.run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.object, "object", "", "restore only this object: [CLUSTER:]KIND/NAMESPACE/NAME (KIND/NAME when cluster-scoped)")
-	f.BoolVar(&o.force, "force", false, "restore objects that changed after the fix wrote them (never bypasses the backup's identity, digest, path or kind checks)")
+	f.BoolVar(&o.force, "force", false, "restore objects that changed after the fix wrote them (never bypasses the backup's MAC, identity, digest, path or kind checks)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table|json")
+	o.key.addFlags(f)
 	o.kube.addFlags(f)
 	return cmd
 }
 
 func (o *restoreOptions) run(ctx context.Context) error {
-	index, err := execute.ReadIndex(o.dir)
+	// The backup is authenticated, and every check that needs no cluster made, before any
+	// cluster is asked anything (but the key's Secret, with --backup-key-secret).
+	key, err := o.key.load(ctx, o.kube, false)
 	if err != nil {
 		return err
 	}
+	b, err := execute.LoadBackup(o.dir, key)
+	if err != nil {
+		return err
+	}
+	index := b.Index
 	raw, err := o.kube.cf.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return fmt.Errorf("reading kubeconfig: %w", err)
@@ -103,7 +119,7 @@ func (o *restoreOptions) run(ctx context.Context) error {
 	if o.output == "json" {
 		log = o.s.ErrOut
 	}
-	res, err := execute.Restore(ctx, execute.RestoreOptions{Dir: o.dir, Object: o.object, Force: o.force, Clients: execute.NewClients(configs), Out: log})
+	res, err := execute.Restore(ctx, execute.RestoreOptions{Dir: o.dir, Object: o.object, Force: o.force, Clients: execute.NewClients(configs), Out: log, Key: key})
 	if o.output == "json" {
 		enc := json.NewEncoder(o.s.Out)
 		enc.SetIndent("", "  ")

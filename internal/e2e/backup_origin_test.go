@@ -22,10 +22,12 @@ import (
 
 // A backup directory is a set of files: edited, swapped or built by hand, it must not turn
 // the operator's credentials against a cluster. Each attack below is made on a copy of a real
-// backup (fix rolled back the pending agent release on a real API server); where the attack
-// does not need the digest to be wrong, the digests are recomputed as an attacker who read the
-// format would, so the check that must stop it is the one tested. Every refusal is made
-// before any write: the server holds exactly what it held before restore ran.
+// backup (fix rolled back the pending agent release on a real API server). Where the attack
+// does not need a digest to be wrong, the digests are recomputed as an attacker who read the
+// format would: the MAC under the per-user key, which the attacker does not hold, refuses it.
+// The same edit sealed again with the key (as a holder of the key could) shows the check that
+// stops even that holder. Every refusal is made before any request: a server that only counts
+// requests gets none, and the real server holds exactly what it held before restore ran.
 func TestRestoreRefusesTamperedBackups(t *testing.T) {
 	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	f := replay(t, scenario("fleet/agent-pending-upgrade-incident"), "prod-eu-1")
@@ -40,15 +42,20 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 	}
 	v4 := "objects/prod-eu-1/core/Secret/cattle-fleet-system/sh.helm.release.v1." + agentRelease + ".v4.yaml"
 
+	noKey := "the MAC of backup.json does not verify"
 	for _, tc := range []struct {
 		name, reason string
 		tamper       func(t *testing.T, copy string)
 		// absent names an object the attack would create.
 		absent func() error
+		// resealed: the attack recomputed the digests; tried as it is (the MAC refuses it),
+		// then sealed with the key, when reason must refuse it.
+		resealed bool
 	}{
 		{
-			name:   "index points at a file outside the backup",
-			reason: `"../outside/private.yaml" is not a path inside the backup directory`,
+			name:     "index points at a file outside the backup",
+			resealed: true,
+			reason:   `"../outside/private.yaml" is not a path inside the backup directory`,
 			tamper: func(t *testing.T, copy string) {
 				outside := filepath.Join(filepath.Dir(copy), "outside")
 				must(t, os.MkdirAll(outside, 0o700))
@@ -65,8 +72,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			},
 		},
 		{
-			name:   "backup file is a symbolic link out of the backup",
-			reason: "passes through a symbolic link",
+			name:     "backup file is a symbolic link out of the backup",
+			resealed: true,
+			reason:   "passes through a symbolic link",
 			tamper: func(t *testing.T, copy string) {
 				outside := filepath.Join(filepath.Dir(copy), "private.yaml")
 				must(t, os.WriteFile(outside, mustRead(t, filepath.Join(copy, v4)), 0o600))
@@ -76,8 +84,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			},
 		},
 		{
-			name:   "index adds a cluster-admin ClusterRoleBinding",
-			reason: "is not one fix writes",
+			name:     "index adds a cluster-admin ClusterRoleBinding",
+			resealed: true,
+			reason:   "is not one fix writes",
 			tamper: func(t *testing.T, copy string) {
 				addBinding(t, copy, false)
 			},
@@ -87,8 +96,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			},
 		},
 		{
-			name:   "a cluster-admin ClusterRoleBinding dressed as the release's manifest object",
-			reason: "fix never deletes a ClusterRoleBinding.rbac.authorization.k8s.io",
+			name:     "a cluster-admin ClusterRoleBinding dressed as the release's manifest object",
+			resealed: true,
+			reason:   "fix never deletes a ClusterRoleBinding.rbac.authorization.k8s.io",
 			tamper: func(t *testing.T, copy string) {
 				addBinding(t, copy, true)
 			},
@@ -98,8 +108,9 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			},
 		},
 		{
-			name:   "a Secret body named other than its guarded index line",
-			reason: "not the object its index line names",
+			name:     "a Secret body named other than its guarded index line",
+			resealed: true,
+			reason:   "not the object its index line names",
 			tamper: func(t *testing.T, copy string) {
 				p := filepath.Join(copy, v4)
 				b := mustRead(t, p)
@@ -110,6 +121,42 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			absent: func() error {
 				_, err := cs.CoreV1().Secrets(agentNS).Get(context.Background(), "fleet-agent-bootstrap", metav1.GetOptions{})
 				return err
+			},
+		},
+		{
+			name:     "journal records a delete of a privileged Deployment in kube-system",
+			reason:   "fix never deletes a Deployment.apps",
+			resealed: true,
+			tamper: func(t *testing.T, copy string) {
+				addDeletedDeployment(t, copy)
+			},
+			absent: func() error {
+				_, err := cs.AppsV1().Deployments("kube-system").Get(context.Background(), "node-shell", metav1.GetOptions{})
+				return err
+			},
+		},
+		{
+			name:   "backup.json and journal sealed with another key",
+			reason: "it was authenticated with another key",
+			tamper: func(t *testing.T, copy string) {
+				sealWith(t, copy, []byte("an attacker's key, 32 bytes long!"))
+			},
+		},
+		{
+			name:   "journal chained with another key",
+			reason: "journal.jsonl line 1 does not verify",
+			tamper: func(t *testing.T, copy string) {
+				chainJournal(t, copy, []byte("an attacker's key, 32 bytes long!"))
+				sealOrigin(t, copy, userKey(t))
+			},
+		},
+		{
+			name:   "the journal's last line cut off",
+			reason: "lines were removed",
+			tamper: func(t *testing.T, copy string) {
+				p := filepath.Join(copy, execute.JournalFile)
+				b := bytes.TrimSuffix(mustRead(t, p), []byte("\n"))
+				must(t, os.WriteFile(p, b[:bytes.LastIndexByte(b, '\n')+1], 0o600))
 			},
 		},
 		{
@@ -133,16 +180,11 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			copy := copyBackup(t, dir)
 			tc.tamper(t, copy)
 			before := everything(t, cfg)
-			for _, force := range []bool{false, true} {
-				args := []string{"restore", copy, "--kubeconfig", f.kubeconfig}
-				if force {
-					args = append(args, "--force")
-				}
-				out, errOut, code := runCtx(context.Background(), t, "", args...)
-				if code != 1 || !strings.Contains(errOut, tc.reason) {
-					t.Errorf("restore (force %v) exit %d, want 1 and a refusal saying %q:\n%s%s", force, code, tc.reason, out, errOut)
-				}
+			if tc.resealed {
+				refusedBeforeAnyRequest(t, copy, f.kubeconfig, noKey)
+				sealWith(t, copy, userKey(t))
 			}
+			refusedBeforeAnyRequest(t, copy, f.kubeconfig, tc.reason)
 			if d := changed(before, everything(t, cfg)); len(d) != 0 {
 				t.Errorf("a refused restore wrote to the server: %v", d)
 			}
@@ -177,10 +219,24 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 		}
 	})
 
-	// The untampered backup is restored: the refusals above came from the attacks.
+	// The untampered backup is restored: the refusals above came from the attacks. The key is
+	// read from a Secret the operator names (the per-user key, copied there), after a Secret
+	// holding another key is refused.
 	t.Run("untampered", func(t *testing.T) {
+		for name, key := range map[string][]byte{"unstick-backup-key": userKey(t), "not-the-key": []byte("another key of at least 32 bytes")} {
+			_, err := cs.CoreV1().Secrets("kube-system").Create(context.Background(), &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"}, Data: map[string][]byte{"key": key}}, metav1.CreateOptions{})
+			must(t, err)
+		}
 		before := everything(t, cfg)
-		out, errOut, code := runCtx(context.Background(), t, "", "restore", copyBackup(t, dir), "--kubeconfig", f.kubeconfig)
+		out, errOut, code := runCtx(context.Background(), t, "", "restore", copyBackup(t, dir), "--kubeconfig", f.kubeconfig, "--backup-key-secret", "kube-system/not-the-key")
+		if code != 1 || !strings.Contains(errOut, "it was authenticated with another key") || !strings.Contains(errOut, `Secret kube-system/not-the-key data "key"`) {
+			t.Errorf("restore with the key of another Secret exit %d, want 1 and the key refused:\n%s%s", code, out, errOut)
+		}
+		if d := changed(before, everything(t, cfg)); len(d) != 0 {
+			t.Errorf("a refused restore wrote to the server: %v", d)
+		}
+		out, errOut, code = runCtx(context.Background(), t, "", "restore", copyBackup(t, dir), "--kubeconfig", f.kubeconfig, "--backup-key-secret", "kube-system/unstick-backup-key")
 		if code != 0 {
 			t.Fatalf("restore of the untampered backup exit %d\n%s%s", code, out, errOut)
 		}
@@ -188,10 +244,37 @@ func TestRestoreRefusesTamperedBackups(t *testing.T) {
 			t.Errorf("restore of the untampered backup changed nothing")
 		}
 	})
+
+	// A Deployment fix wrote (the rollback re-applied it), deleted since by someone else:
+	// restore, even with --force, does not create it — fix never deletes a Deployment.
+	t.Run("a written Deployment deleted since", func(t *testing.T) {
+		index, err := execute.ReadIndex(dir)
+		must(t, err)
+		var dep *execute.IndexEntry
+		for i := range index {
+			if index[i].Kind == "Deployment" && index[i].Existed {
+				dep = &index[i]
+				break
+			}
+		}
+		if dep == nil {
+			t.Fatalf("the fix wrote no Deployment: %+v", index)
+		}
+		must(t, cs.AppsV1().Deployments(dep.Namespace).Delete(context.Background(), dep.Name, metav1.DeleteOptions{}))
+		out, errOut, code := runCtx(context.Background(), t, "", "restore", copyBackup(t, dir), "--kubeconfig", f.kubeconfig, "--force")
+		if code != 1 || !strings.Contains(out, "restore creates only an object fix deleted") {
+			t.Errorf("restore --force of a deleted Deployment exit %d, want 1 and the Deployment refused:\n%s%s", code, out, errOut)
+		}
+		if _, err := cs.AppsV1().Deployments(dep.Namespace).Get(context.Background(), dep.Name, metav1.GetOptions{}); err == nil {
+			t.Errorf("restore created Deployment %s/%s", dep.Namespace, dep.Name)
+		}
+	})
 }
 
 // A journal is a file too: edited so that a begun step names another object, the rerun
-// plans from the live cluster, finds no such change in the plan, and does not run it.
+// refuses it, its MAC broken, before any request; sealed again with the key (as a holder of
+// the key could), the rerun plans from the live cluster, finds no such change in the plan,
+// and does not run it.
 func TestResumeRefusesJournalStepEditedToAnotherObject(t *testing.T) {
 	t.Parallel() // two at a time (go test -parallel defaults to GOMAXPROCS): each has its own API servers
 	flags, _ := sucImageFix(t)
@@ -247,7 +330,12 @@ func TestResumeRefusesJournalStepEditedToAnotherObject(t *testing.T) {
 			}
 		}
 	})
-	out, errOut, _ := runCtx(context.Background(), t, "", args...)
+	out, errOut, code := runCtx(context.Background(), t, "", args...)
+	if code != 1 || !strings.Contains(errOut, "does not verify") {
+		t.Errorf("rerun with the edited journal exit %d, want 1 and the journal refused for its MAC:\n%s%s", code, out, errOut)
+	}
+	sealWith(t, dir, userKey(t))
+	out, errOut, _ = runCtx(context.Background(), t, "", args...)
 	t.Logf("rerun:\n%s%s", out, errOut)
 	now, err := cs.BatchV1().Jobs("system-upgrade").Get(context.Background(), "keep-me", metav1.GetOptions{})
 	if err != nil || now.ResourceVersion != victim.ResourceVersion || now.UID != victim.UID {
@@ -263,6 +351,80 @@ func TestResumeRefusesJournalStepEditedToAnotherObject(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refusedBeforeAnyRequest runs restore, with and without --force, against the real server
+// and against one that counts requests: each must refuse, saying reason, and the counting
+// server must get no request.
+func refusedBeforeAnyRequest(t *testing.T, dir, kubeconfig, reason string) {
+	t.Helper()
+	counting, n := countingKubeconfig(t, "prod-eu-1")
+	for _, kc := range []string{kubeconfig, counting} {
+		for _, force := range []bool{false, true} {
+			args := []string{"restore", dir, "--kubeconfig", kc}
+			if force {
+				args = append(args, "--force")
+			}
+			out, errOut, code := runCtx(context.Background(), t, "", args...)
+			if code != 1 || !strings.Contains(errOut, reason) {
+				t.Errorf("restore (force %v) exit %d, want 1 and a refusal saying %q:\n%s%s", force, code, reason, out, errOut)
+			}
+		}
+	}
+	if got := n.Load(); got != 0 {
+		t.Errorf("the refused restore made %d requests before refusing", got)
+	}
+}
+
+// addDeletedDeployment adds a privileged, hostPID, hostNetwork Deployment with hostPath / in
+// kube-system to the backup and a journal line saying fix deleted it (so restore would
+// create it). The digests are recomputed; the journal line has no MAC.
+func addDeletedDeployment(t *testing.T, dir string) {
+	t.Helper()
+	rel := "objects/prod-eu-1/apps/Deployment/kube-system/node-shell.yaml"
+	uid := "3e9b6c1d-5a7f-4d2e-8c4b-9f1a2b3c4d5e"
+	body := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: node-shell
+  namespace: kube-system
+  uid: ` + uid + `
+spec:
+  selector:
+    matchLabels: {app: node-shell}
+  template:
+    metadata:
+      labels: {app: node-shell}
+    spec:
+      hostPID: true
+      hostNetwork: true
+      containers:
+      - name: shell
+        image: docker.io/library/alpine:3.20
+        command: ["nsenter", "-t", "1", "-m", "-u", "-i", "-n", "sh"]
+        securityContext: {privileged: true}
+        volumeMounts: [{name: host, mountPath: /host}]
+      volumes:
+      - name: host
+        hostPath: {path: /}
+`
+	must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, rel), []byte(body), 0o600))
+	var step string
+	resealBackup(t, dir, func(idx []map[string]any) []map[string]any {
+		step, _ = idx[0]["step"].(string)
+		return append(idx, map[string]any{"time": idx[0]["time"], "run": idx[0]["run"], "step": step, "cluster": "prod-eu-1",
+			"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "kube-system", "name": "node-shell", "existed": true,
+			"file": rel, "uid": uid, "resourceVersion": "1"})
+	})
+	line, err := json.Marshal(execute.Entry{Run: "x", Step: step, Phase: execute.PhaseWrite, Writes: []execute.Write{{Cluster: "prod-eu-1",
+		APIVersion: "apps/v1", Kind: "Deployment", Namespace: "kube-system", Name: "node-shell", Op: "delete", Before: "1", UID: uid}}})
+	must(t, err)
+	jf, err := os.OpenFile(filepath.Join(dir, execute.JournalFile), os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = jf.Write(append(line, '\n'))
+	must(t, err)
+	must(t, jf.Close())
 }
 
 func must(t *testing.T, err error) {
@@ -300,7 +462,8 @@ func hexSHA(b []byte) string {
 }
 
 // resealBackup edits the index and recomputes every digest, as someone who read
-// docs/security.md could.
+// docs/security.md could; the MAC of backup.json, under a key such a reader does not hold,
+// no longer verifies (sealWith seals it again, as a holder of the key could).
 func resealBackup(t *testing.T, dir string, edit func([]map[string]any) []map[string]any) {
 	t.Helper()
 	ip := filepath.Join(dir, "objects", "index.jsonl")
@@ -379,6 +542,7 @@ func editJournal(t *testing.T, dir string, edit func(map[string]any)) {
 		}
 		var e map[string]any
 		must(t, json.Unmarshal(line, &e))
+		delete(e, "mac") // the edit breaks it either way
 		edit(e)
 		b, err := json.Marshal(e)
 		must(t, err)

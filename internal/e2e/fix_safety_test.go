@@ -340,6 +340,10 @@ func TestFixGuardRefusesProtectedObjects(t *testing.T) {
 		{APIVersion: "v1", Kind: "Secret", Namespace: "cattle-fleet-system", Name: "fleet-agent-bootstrap"},
 		{APIVersion: "v1", Kind: "Secret", Namespace: "cattle-fleet-system", Name: "sh.helm.release.v1.fake.v1"},
 	}
+	bk, err := execute.NewBackupKey([]byte("a test's backup key of 32 bytes."), "test key")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range targets {
 		o.Cluster = "local"
 		key := o.Kind + "/" + o.Namespace + "/" + o.Name
@@ -354,7 +358,7 @@ func TestFixGuardRefusesProtectedObjects(t *testing.T) {
 		st := remediate.Step{ID: "guard-" + o.Kind, Action: remediate.RemoveNodeLabel, Rung: remediate.RungRepair, Risk: remediate.Low, Cluster: "local",
 			Target: o, Touches: []remediate.Object{o}, Label: "kubernetes.io/metadata.name", Change: "remove a label", Verify: "-", Precondition: "-"}
 		p := &remediate.Plan{MaxRisk: remediate.High, Incidents: []remediate.IncidentPlan{{ID: "i", Attempts: []remediate.Attempt{{Rung: st.Rung, Risk: st.Risk, Steps: []remediate.Step{st}}}}}}
-		res, err := execute.Run(ctx, p, execute.Options{BackupDir: filepath.Join(t.TempDir(), "b"), Yes: true, Clients: execute.NewClients(map[string]*rest.Config{"local": cfg})})
+		res, err := execute.Run(ctx, p, execute.Options{BackupDir: filepath.Join(t.TempDir(), "b"), Yes: true, Clients: execute.NewClients(map[string]*rest.Config{"local": cfg}), Key: bk})
 		var ge *remediate.GuardError
 		if !errors.As(err, &ge) {
 			t.Errorf("%s: %v, want the guard to refuse", key, err)

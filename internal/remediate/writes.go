@@ -36,6 +36,40 @@ var actionKinds = map[Action][]GroupKind{
 	MigrateStorage:     {{"storagemigration.k8s.io", "StorageVersionMigration"}},
 }
 
+// actionDeletes is, for each action that deletes, the kinds it deletes: the one list of
+// what fix deletes. The executor refuses to delete any other kind, and restore creates
+// objects of these kinds only, each only from a journaled delete; every other kind fix
+// patches, updates or creates, and restore never creates one.
+var actionDeletes = map[Action][]GroupKind{
+	DeleteBundleDeployment: {{"fleet.cattle.io", "BundleDeployment"}},
+	DeleteJob:              {{"batch", "Job"}},
+	// A migration deletes the StorageVersionMigration it created, when no controller
+	// finished it; its backup records it as absent, so restore never creates it again.
+	MigrateStorage: {{"storagemigration.k8s.io", "StorageVersionMigration"}},
+}
+
+// ActionDeletes lists the kinds a step of action a deletes.
+func ActionDeletes(a Action) []GroupKind { return slices.Clone(actionDeletes[a]) }
+
+// Deletes reports whether some step of fix deletes objects of this kind.
+func Deletes(gk GroupKind) bool {
+	for _, kinds := range actionDeletes {
+		if slices.Contains(kinds, gk) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeletedKinds lists every kind Deletes accepts, each once, in a stable order.
+func DeletedKinds() []GroupKind {
+	var out []GroupKind
+	for _, a := range []Action{DeleteBundleDeployment, DeleteJob, MigrateStorage} {
+		out = append(out, actionDeletes[a]...)
+	}
+	return out
+}
+
 // ActionKinds lists the kinds a step of action a writes.
 func ActionKinds(a Action) []GroupKind { return slices.Clone(actionKinds[a]) }
 

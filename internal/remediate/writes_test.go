@@ -85,3 +85,56 @@ func TestSameChange(t *testing.T) {
 		t.Error("another value counted as the same change")
 	}
 }
+
+// What fix deletes is declared in one place: each deleting action's kinds are among the kinds
+// it writes, every planned step of a delete action targets a kind its action deletes, and the
+// kinds fix only patches are never listed (restore would create them).
+func TestPlannedDeletesAreOfDeclaredKinds(t *testing.T) {
+	all := []remediate.Action{remediate.RedeployAgent, remediate.ForceSync, remediate.RolloutRestart, remediate.DeleteBundleDeployment,
+		remediate.HelmRollback, remediate.HelmMarkFailed, remediate.PatchPlanImage, remediate.DeleteJob, remediate.RemoveNodeLabel,
+		remediate.Uncordon, remediate.HelmRewriteAPIs, remediate.MigrateStorage, remediate.TrimStoredVersions}
+	var union []remediate.GroupKind
+	for _, a := range all {
+		for _, gk := range remediate.ActionDeletes(a) {
+			if !slices.Contains(remediate.ActionKinds(a), gk) {
+				t.Errorf("%s deletes %s, which it does not declare it writes", a, gk)
+			}
+			union = append(union, gk)
+		}
+	}
+	if !slices.Equal(union, remediate.DeletedKinds()) {
+		t.Errorf("DeletedKinds %v, the actions delete %v", remediate.DeletedKinds(), union)
+	}
+	p := plan(t, filepath.Join("..", "..", "examples", "fleet-upgrade-stuck"), remediate.Options{MaxRisk: remediate.High})
+	var dirs []string
+	_ = filepath.WalkDir(filepath.Join("..", "..", "testdata", "scenarios"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "expect.yaml" {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+		return nil
+	})
+	steps := p.Steps()
+	for _, dir := range dirs {
+		steps = append(steps, plan(t, dir, remediate.Options{MaxRisk: remediate.High}).Steps()...)
+	}
+	deleting := map[remediate.Action]bool{}
+	for _, s := range steps {
+		if s.Action != remediate.DeleteJob && s.Action != remediate.DeleteBundleDeployment {
+			continue
+		}
+		deleting[s.Action] = true
+		if gk := (remediate.GroupKind{Group: s.Target.Group(), Kind: s.Target.Kind}); !slices.Contains(remediate.ActionDeletes(s.Action), gk) {
+			t.Errorf("step %s (%s) deletes %s, which its action does not declare", s.ID, s.Action, gk)
+		}
+	}
+	if !deleting[remediate.DeleteJob] {
+		t.Errorf("no Job deletion planned: the test would not catch much")
+	}
+	for _, gk := range []remediate.GroupKind{{Group: "apps", Kind: "Deployment"}, {Kind: "Node"}, {Group: "upgrade.cattle.io", Kind: "Plan"},
+		{Kind: "Secret"}, {Group: "fleet.cattle.io", Kind: "Cluster"}, {Group: "fleet.cattle.io", Kind: "Bundle"},
+		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}} {
+		if remediate.Deletes(gk) {
+			t.Errorf("%s, a kind fix only patches, is listed as one it deletes", gk)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -270,7 +271,19 @@ func (e *Executor) writeError(st remediate.Step, o remediate.Object, err error) 
 	return fmt.Errorf("%s %s on %s: %w", st.Action, o.Ref(), o.Cluster, err)
 }
 
+// deletable refuses a delete of a kind the action does not declare it deletes
+// (remediate.ActionDeletes): restore re-creates only those kinds, so fix deletes no other.
+func deletable(a remediate.Action, o remediate.Object) error {
+	if !slices.Contains(remediate.ActionDeletes(a), remediate.GroupKind{Group: o.Group(), Kind: o.Kind}) {
+		return &remediate.GuardError{Object: o, Reason: fmt.Sprintf("a %s step does not delete a %s", a, o.Kind)}
+	}
+	return nil
+}
+
 func (e *Executor) delete(ctx context.Context, cl *cluster, st remediate.Step, dry bool) ([]Write, error) {
+	if err := deletable(st.Action, st.Target); err != nil {
+		return nil, err
+	}
 	h, err := cl.handle(st.Target)
 	if err != nil {
 		return nil, err

@@ -73,40 +73,29 @@ func (e IndexEntry) Key() string {
 
 // Backups writes into one backup directory.
 type Backups struct {
-	dir    string
-	run    string
-	mu     sync.Mutex
-	origin *Origin
+	dir  string
+	run  string
+	mu   sync.Mutex
+	seal *seal
 }
 
-// newBackups opens a backup directory, keeping its origin record (a new one when it has
-// none; the caller has refused a directory whose record is missing or does not verify).
-func newBackups(dir, run string, origin *Origin) (*Backups, error) {
-	for _, d := range []string{dir, filepath.Join(dir, objectsDir), filepath.Join(dir, evidenceDir)} {
+// newBackups writes into a sealed backup directory.
+func newBackups(s *seal, run string) (*Backups, error) {
+	for _, d := range []string{filepath.Join(s.dir, objectsDir), filepath.Join(s.dir, evidenceDir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("backup directory: %w", err)
 		}
 	}
-	if origin == nil {
-		origin = &Origin{Clusters: map[string]ClusterID{}}
-		idx, err := os.ReadFile(filepath.Join(dir, objectsDir, indexFile))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("backup directory: %w", err)
-		}
-		origin.Index = digestOf(idx)
-		if err := writeOrigin(dir, origin); err != nil {
-			return nil, err
-		}
-	}
-	return &Backups{dir: dir, run: run, origin: origin}, nil
+	return &Backups{dir: s.dir, run: run, seal: s}, nil
 }
 
 // bind records which cluster a cluster name reaches, before the first backup of one of its
 // objects; a name already recorded must still reach the same cluster.
 func (b *Backups) bind(ctx context.Context, cl *cluster) error {
-	b.mu.Lock()
-	known, ok := b.origin.Clusters[cl.name]
-	b.mu.Unlock()
+	s := b.seal
+	s.mu.Lock()
+	known, ok := s.origin.Clusters[cl.name]
+	s.mu.Unlock()
 	id, err := identify(ctx, cl)
 	if err != nil {
 		return err
@@ -118,10 +107,10 @@ func (b *Backups) bind(ctx context.Context, cl *cluster) error {
 		}
 		return nil
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.origin.Clusters[cl.name] = id
-	return writeOrigin(b.dir, b.origin)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.origin.Clusters[cl.name] = id
+	return s.write()
 }
 
 func objectFile(o remediate.Object) string {
@@ -199,38 +188,21 @@ func (b *Backups) appendIndex(e IndexEntry) error {
 	if err != nil {
 		return err
 	}
+	s := b.seal
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	path := filepath.Join(b.dir, objectsDir, indexFile)
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading the backup index: %w", err)
 	}
 	prev := digestOf(old)
-	b.origin.Previous = &prev
-	b.origin.Index = digestOf(append(append(old, line...), '\n'))
-	if err := writeOrigin(b.dir, b.origin); err != nil {
+	s.origin.Previous = &prev
+	s.origin.Index = digestOf(append(append(old, line...), '\n'))
+	if err := s.write(); err != nil {
 		return err
 	}
-	return appendLine(path, e)
-}
-
-func appendLine(path string, v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return appendBytes(path, append(line, '\n'))
 }
 
 // ReadIndex reads a backup directory's object index, in the order written.

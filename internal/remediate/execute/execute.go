@@ -32,6 +32,9 @@ type Options struct {
 	Clients       *Clients
 	// Run names this run in the journal and the evidence directory.
 	Run string
+	// Key authenticates the backup directory: a directory an earlier run wrote is refused
+	// unless its MACs verify under it, and every line this run writes carries one.
+	Key *BackupKey
 }
 
 // Status of a step at the end of a run.
@@ -156,43 +159,24 @@ func newExecutor(ctx context.Context, opts Options, numbers map[string]int) (*Ex
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
-	entries, err := ReadJournal(opts.BackupDir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the journal in %s: %w", opts.BackupDir, err)
-	}
 	// A directory an earlier run wrote is checked as restore checks it, and each cluster it
 	// names must still be the same cluster, before anything is written anywhere.
-	prior, err := LoadBackup(opts.BackupDir)
+	prior, err := LoadBackup(opts.BackupDir, opts.Key)
 	if err != nil {
 		return nil, nil, err
 	}
+	entries := prior.Journal
 	if prior.Origin != nil {
-		names := map[string]bool{}
-		for n := range prior.Origin.Clusters {
-			names[n] = true
-		}
-		for _, ie := range prior.Index {
-			names[ie.Cluster] = true
-		}
-		for _, en := range entries {
-			if en.Cluster != "" && en.Phase != "" && !strings.HasPrefix(en.Step, "restore:") {
-				names[en.Cluster] = true
-			}
-		}
-		list := make([]string, 0, len(names))
-		for n := range names {
-			list = append(list, n)
-		}
-		sort.Strings(list)
-		if err := checkOrigin(ctx, opts.BackupDir, prior.Origin, opts.Clients, list); err != nil {
+		if err := checkOrigin(ctx, opts.BackupDir, prior.Origin, opts.Clients, priorClusters(prior)); err != nil {
 			return nil, nil, err
 		}
 	}
-	j, err := OpenJournal(opts.BackupDir, opts.Run)
+	s, err := openSeal(prior, opts.Key)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := newBackups(opts.BackupDir, opts.Run, prior.Origin)
+	j := openJournal(s, opts.Run)
+	b, err := newBackups(s, opts.Run)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -204,14 +188,37 @@ func newExecutor(ctx context.Context, opts Options, numbers map[string]int) (*Ex
 	return e, &Result{BackupDir: opts.BackupDir, Run: opts.Run}, nil
 }
 
+// priorClusters lists every cluster an earlier run's backup and journal name.
+func priorClusters(prior *Backup) []string {
+	names := map[string]bool{}
+	for n := range prior.Origin.Clusters {
+		names[n] = true
+	}
+	for _, ie := range prior.Index {
+		names[ie.Cluster] = true
+	}
+	for _, en := range prior.Journal {
+		if en.Cluster != "" && en.Phase != "" && !strings.HasPrefix(en.Step, "restore:") {
+			names[en.Cluster] = true
+		}
+	}
+	list := make([]string, 0, len(names))
+	for n := range names {
+		list = append(list, n)
+	}
+	sort.Strings(list)
+	return list
+}
+
 // Unfinished reports whether a backup directory's journal holds steps an interrupted run
-// began and did not finish (Resume finishes them).
-func Unfinished(dir string) (bool, error) {
-	entries, err := ReadJournal(dir)
+// began and did not finish (Resume finishes them). The directory is authenticated first
+// (LoadBackup): a journal that does not verify is refused, not resumed.
+func Unfinished(dir string, key *BackupKey) (bool, error) {
+	b, err := LoadBackup(dir, key)
 	if err != nil {
 		return false, err
 	}
-	return len(interrupted(entries, states(entries))) > 0, nil
+	return len(interrupted(b.Journal, states(b.Journal))) > 0, nil
 }
 
 // interrupted lists the attempts an interrupted run left half-done, in the order they

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/unstick-dev/unstick/internal/remediate"
@@ -50,6 +49,9 @@ type Entry struct {
 	Migrated int      `json:"migrated,omitempty"`
 	Pages    int      `json:"pages,omitempty"`
 	Objects  []string `json:"objects,omitempty"`
+	// MAC chains the line to the one before it (journalMAC). It is the last field, so the
+	// line without it is the line's JSON with the MAC's suffix cut off.
+	MAC string `json:"mac,omitempty"`
 }
 
 // Write is one object written by a step.
@@ -59,7 +61,7 @@ type Write struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
-	// Op is create, update, patch, apply or delete.
+	// Op is create, update, update-status, patch, apply or delete.
 	Op string `json:"op"`
 	// Before and After are the resource versions around the write (After empty for a delete).
 	Before string `json:"before,omitempty"`
@@ -76,50 +78,83 @@ func (w Write) Key() string {
 	return remediate.Object{Cluster: w.Cluster, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}.Key()
 }
 
-// Journal appends lines to DIR/journal.jsonl.
+// Journal appends lines to DIR/journal.jsonl, each with its MAC, and moves the journal's
+// head in OriginFile after each.
 type Journal struct {
-	mu   sync.Mutex
+	seal *seal
 	path string
 	run  string
 }
 
-// OpenJournal opens (creating) the journal of a backup directory.
-func OpenJournal(dir, run string) (*Journal, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("backup directory: %w", err)
-	}
-	return &Journal{path: filepath.Join(dir, JournalFile), run: run}, nil
+// openJournal opens (creating) the journal of a sealed backup directory.
+func openJournal(s *seal, run string) *Journal {
+	return &Journal{seal: s, path: filepath.Join(s.dir, JournalFile), run: run}
 }
 
-// Append writes one line and syncs it to disk.
+// Append writes one line, syncs it to disk and records the journal's new head. Killed
+// between the two writes, the directory still verifies: the head may lag one line.
 func (j *Journal) Append(e Entry) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	s := j.seal
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	e.Run = j.run
+	e.Run, e.MAC = j.run, ""
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(j.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
+	head := s.origin.Journal
+	mac := journalMAC(s.key, chainStart(s.origin, head), b)
+	line := append(b[:len(b)-1], macSuffix(mac)...)
+	if err := appendBytes(j.path, append(line, '\n')); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	s.origin.Journal = JournalHead{Lines: head.Lines + 1, MAC: mac}
+	return s.write()
+}
+
+// journalMAC is the MAC of one journal line (its JSON without the MAC) after the line whose
+// MAC is prev: removing, reordering or inserting a line breaks the chain.
+func journalMAC(key *BackupKey, prev string, body []byte) string {
+	return key.mac([]byte("unstick "+JournalFile), []byte(prev), body)
+}
+
+// chainStart is what the next line chains from: the last line's MAC, or the directory's ID.
+func chainStart(o *Origin, head JournalHead) string {
+	if head.Lines == 0 {
+		return o.ID
+	}
+	return head.MAC
+}
+
+// macSuffix ends a journal line: the MAC as its last field.
+func macSuffix(mac string) []byte { return []byte(`,"mac":"` + mac + `"}`) }
+
+// macSuffixLen is len(macSuffix) for a hex HMAC-SHA256.
+const macSuffixLen = len(`,"mac":"`) + 64 + len(`"}`)
+
+func appendBytes(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
 		f.Close()
-		return fmt.Errorf("journal: %w", err)
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("journal: %w", err)
+		return err
 	}
 	return f.Close()
 }
 
-// ReadJournal reads every line of a backup directory's journal (none when it has none). A
-// torn last line — the process died while writing it — is ignored.
+// ReadJournal reads every line of a backup directory's journal (none when it has none), as
+// it is on disk: nothing is authenticated, so it is for reading only. What acts on a journal
+// (restore, a resumed fix) takes it from LoadBackup, which checks every line's MAC. A torn
+// last line — the process died while writing it — is ignored.
 func ReadJournal(dir string) ([]Entry, error) {
 	f, err := os.Open(filepath.Join(dir, JournalFile))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -132,9 +167,7 @@ func ReadJournal(dir string) ([]Entry, error) {
 	var out []Entry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	line := 0
 	for sc.Scan() {
-		line++
 		var e Entry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			continue

@@ -13,10 +13,8 @@ import (
 // A journal line torn by a crash is skipped; what came before is read back.
 func TestJournalSurvivesATornLine(t *testing.T) {
 	dir := t.TempDir()
-	j, err := OpenJournal(dir, "r1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := testKey(t, "a")
+	j := openJournal(sealed(t, dir, key), "r1")
 	st := remediate.Step{ID: "s1", Action: remediate.Uncordon}
 	if err := j.Append(Entry{Step: "s1", Phase: PhaseBegin, Plan: &st}); err != nil {
 		t.Fatal(err)
@@ -24,9 +22,21 @@ func TestJournalSurvivesATornLine(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(dir, JournalFile), os.O_APPEND|os.O_WRONLY, 0)
 	_, _ = f.WriteString(`{"step":"s1","phase":"appl`)
 	f.Close()
-	entries, err := ReadJournal(dir)
-	if err != nil || len(entries) != 1 || entries[0].Plan == nil || entries[0].Run != "r1" {
-		t.Fatalf("%+v, %v", entries, err)
+	b, err := LoadBackup(dir, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := b.Journal
+	if len(entries) != 1 || entries[0].Plan == nil || entries[0].Run != "r1" {
+		t.Fatalf("%+v", entries)
+	}
+	// The next run cuts the torn line off and chains on from the line before it.
+	j = openJournal(sealed(t, dir, key), "r2")
+	if err := j.Append(Entry{Step: "s1", Phase: PhaseVerified}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = LoadBackup(dir, key); err != nil || len(b.Journal) != 2 || b.Journal[1].Run != "r2" {
+		t.Fatalf("after the next run: %v", err)
 	}
 	if m := mode(t, filepath.Join(dir, JournalFile)); m != 0o600 {
 		t.Errorf("journal mode %v", m)
@@ -61,10 +71,8 @@ func TestInterrupted(t *testing.T) {
 // before unstick changed anything), and the index says so. Files are 0600, directories 0700.
 func TestBackupIsWrittenOnce(t *testing.T) {
 	dir := t.TempDir()
-	b, err := newBackups(dir, "r1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := testKey(t, "a")
+	b := backupsIn(t, dir, key, "r1")
 	o := remediate.Object{Cluster: "c1", APIVersion: "v1", Kind: "Secret", Namespace: "ns", Name: "sh.helm.release.v1.x.v1"}
 	u := func(rv string) *unstructured.Unstructured {
 		x := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1", "data": map[string]any{"release": "cGF5bG9hZA=="},
@@ -80,7 +88,7 @@ func TestBackupIsWrittenOnce(t *testing.T) {
 	if _, kept, err = b.saveObject("s2", o, u("2")); err != nil || !kept {
 		t.Fatalf("second save: kept=%v %v, want the first copy kept", kept, err)
 	}
-	bk, err := LoadBackup(dir)
+	bk, err := LoadBackup(dir, key)
 	if err != nil {
 		t.Fatal(err)
 	}

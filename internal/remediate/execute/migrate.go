@@ -240,6 +240,9 @@ poll:
 	}
 	// Failed, not acted on (no controller runs it) or too slow: take it away again.
 	uid := out.GetUID()
+	if err := deletable(st.Action, obj); err != nil {
+		return false, writes, err
+	}
 	if err := h.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 		return false, writes, fmt.Errorf("deleting StorageVersionMigration %s, which did not succeed: %w", name, err)
 	}

@@ -16,17 +16,23 @@ import (
 )
 
 // OriginFile, in the backup directory, binds the backup to the clusters it was taken from
-// and holds the digest of its index. It is rewritten whole (a temporary file renamed over
-// it) before each index line is appended.
+// and holds the digest of its index and the head of its journal, under a MAC (BackupKey). It
+// is rewritten whole (a temporary file renamed over it) before each index line is appended
+// and after each journal line.
 const OriginFile = "backup.json"
 
 // originFormat versions OriginFile. Backups without it were written by versions of unstick
-// that recorded neither origin nor digest.
-const originFormat = 2
+// that recorded neither origin nor digest; format 2 recorded digests without a MAC.
+const originFormat = 3
 
 // Origin is the content of OriginFile.
 type Origin struct {
 	Format int `json:"format"`
+	// ID is random, made with the directory: the journal's MAC chain starts from it, so no
+	// journal (nor OriginFile) of another backup directory verifies in this one.
+	ID string `json:"id"`
+	// Key is the ID of the key the MACs are made with (BackupKey.ID).
+	Key string `json:"key"`
 	// Clusters maps each cluster name the backup uses (a kubeconfig context) to the cluster
 	// it was when fix first wrote there.
 	Clusters map[string]ClusterID `json:"clusters"`
@@ -35,6 +41,18 @@ type Origin struct {
 	// which is as consistent as any other).
 	Index    Digest  `json:"index"`
 	Previous *Digest `json:"previous,omitempty"`
+	// Journal is the journal's head when this file was written: how many lines it had and
+	// the MAC of the last. A line cut off the end, or added without the key, is seen.
+	Journal JournalHead `json:"journal"`
+	// MAC authenticates everything above: HMAC-SHA256 under the key of the file's JSON with
+	// this field empty (originMAC).
+	MAC string `json:"mac,omitempty"`
+}
+
+// JournalHead is how far the journal was written, as OriginFile last recorded it.
+type JournalHead struct {
+	Lines int    `json:"lines"`
+	MAC   string `json:"mac,omitempty"`
 }
 
 // ClusterID identifies a cluster: the API server URL the kubeconfig pointed at, and the UID
@@ -85,8 +103,8 @@ func refuseBackup(dir, format string, args ...any) error {
 	return &OriginError{Dir: dir, Reason: fmt.Sprintf(format, args...)}
 }
 
-// readOrigin reads OriginFile (nil when there is none).
-func readOrigin(dir string) (*Origin, error) {
+// readOrigin reads OriginFile (nil when there is none) and authenticates it with key.
+func readOrigin(dir string, key *BackupKey) (*Origin, error) {
 	b, err := readLocal(dir, OriginFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -95,11 +113,24 @@ func readOrigin(dir string) (*Origin, error) {
 		return nil, refuseBackup(dir, "%s: %v", OriginFile, err)
 	}
 	var o Origin
-	if err := json.Unmarshal(b, &o); err != nil {
-		return nil, refuseBackup(dir, "%s is not valid: %v", OriginFile, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		var v struct{ Format int }
+		if json.Unmarshal(b, &v) != nil || v.Format == originFormat {
+			return nil, refuseBackup(dir, "%s is not valid: %v", OriginFile, err)
+		}
+		o.Format = v.Format // another version's record: said below
 	}
-	if o.Format != originFormat {
+	switch {
+	case o.Format == 2:
+		return nil, refuseBackup(dir, "%s has format 2: it was written by an unstick that recorded digests only, which anyone can recompute, not a MAC under a key kept elsewhere, so it cannot be authenticated (its objects are under %s/ for kubectl, once you have read them; fix --apply needs a new --backup-dir)", OriginFile, objectsDir)
+	case o.Format != originFormat:
 		return nil, refuseBackup(dir, "%s has format %d; this unstick reads format %d", OriginFile, o.Format, originFormat)
+	case o.Key != key.ID():
+		return nil, refuseBackup(dir, "it was authenticated with another key (id %s); the key from %s has id %s: give the key it was written under (--backup-key-file, --backup-key-secret)", o.Key, key.Source, key.ID())
+	case !key.verify(o.MAC, originMACInput(&o)...):
+		return nil, refuseBackup(dir, "the MAC of %s does not verify under the key from %s: the file was changed after fix wrote it", OriginFile, key.Source)
 	}
 	if o.Clusters == nil {
 		o.Clusters = map[string]ClusterID{}
@@ -107,9 +138,19 @@ func readOrigin(dir string) (*Origin, error) {
 	return &o, nil
 }
 
-// writeOrigin replaces OriginFile atomically: written to a temporary file, synced, renamed.
-func writeOrigin(dir string, o *Origin) error {
-	o.Format = originFormat
+// originMACInput is what the MAC of OriginFile covers: its JSON without the MAC.
+func originMACInput(o *Origin) [][]byte {
+	c := *o
+	c.MAC = ""
+	b, _ := json.Marshal(&c) // strings, numbers and maps of them: it cannot fail
+	return [][]byte{[]byte("unstick " + OriginFile), b}
+}
+
+// writeOrigin replaces OriginFile atomically (written to a temporary file, synced, renamed),
+// with its MAC under key.
+func writeOrigin(dir string, key *BackupKey, o *Origin) error {
+	o.Format, o.Key, o.MAC = originFormat, key.ID(), ""
+	o.MAC = key.mac(originMACInput(o)...)
 	b, err := json.MarshalIndent(o, "", "  ")
 	if err != nil {
 		return err

@@ -20,10 +20,13 @@ type RestoreOptions struct {
 	Dir string
 	// Object restores one object: [CLUSTER:]KIND/NAMESPACE/NAME, or KIND/NAME for cluster scope.
 	Object string
-	// Force restores objects that changed after unstick wrote them.
+	// Force restores objects that changed after unstick wrote them. It never bypasses a
+	// check of the backup itself (MAC, digests, paths, kinds, origin).
 	Force   bool
 	Clients *Clients
 	Out     io.Writer
+	// Key authenticates the backup directory (LoadBackup).
+	Key *BackupKey
 }
 
 // Restore statuses.
@@ -63,17 +66,13 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 	}
 	// Everything about the backup that needs no cluster is checked first; then the identity
 	// of each cluster, by reads; only then is anything written.
-	b, err := LoadBackup(o.Dir)
+	b, err := LoadBackup(o.Dir, o.Key)
 	if err != nil {
 		return nil, err
 	}
 	index := b.Index
 	if len(index) == 0 {
 		return nil, fmt.Errorf("%s holds no backup made by unstick fix (no %s)", o.Dir, filepath.Join(objectsDir, indexFile))
-	}
-	entries, err := ReadJournal(o.Dir)
-	if err != nil {
-		return nil, err
 	}
 	items := map[string]*restoreItem{}
 	var keys []string
@@ -84,21 +83,12 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 		items[e.Key()] = &restoreItem{orig: e, key: e.Key(), order: i, body: b.bodies[i]}
 		keys = append(keys, e.Key())
 	}
-	for _, en := range entries {
+	for _, en := range b.Journal {
 		for _, w := range en.Writes {
 			if it := items[w.Key()]; it != nil {
 				w := w
 				it.last = &w
 			}
-		}
-	}
-	// Fix never deletes an object of a kind outside its own steps' (a rollback only applies
-	// its manifest objects): a journal that says otherwise was not written by fix.
-	for _, k := range keys {
-		it := items[k]
-		if it.last != nil && it.last.Op == "delete" && !remediate.Writes(groupKind(it.orig)) {
-			return nil, refuseBackup(o.Dir, "its journal says fix deleted %s on %s, but fix never deletes a %s: restoring it would create one",
-				entryRef(it.orig), it.orig.Cluster, groupKind(it.orig))
 		}
 	}
 	var filter func(IndexEntry) bool
@@ -119,10 +109,11 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 	if err := checkOrigin(ctx, o.Dir, b.Origin, o.Clients, clusters); err != nil {
 		return nil, err
 	}
-	j, err := OpenJournal(o.Dir, "restore")
+	s, err := openSeal(b, o.Key)
 	if err != nil {
 		return nil, err
 	}
+	j := openJournal(s, "restore")
 	var res []RestoreOutcome
 	matched := 0
 	// Undo the latest first.
@@ -147,6 +138,37 @@ func Restore(ctx context.Context, o RestoreOptions) ([]RestoreOutcome, error) {
 		return res, fmt.Errorf("--object %s: no such object in the backup", o.Object)
 	}
 	return res, nil
+}
+
+// writeOps are the operations a journaled write may record.
+var writeOps = map[string]bool{"create": true, "update": true, "update-status": true, "patch": true, "apply": true, "delete": true}
+
+// checkJournalWrites refuses a journal (authenticated, but written by a version of unstick
+// whose steps deleted other kinds, or by someone holding the key) that records a delete fix
+// does not make: restore would create the object. Only kinds some step deletes
+// (remediate.DeletedKinds) are ever re-created.
+func checkJournalWrites(dir string, entries []Entry) error {
+	for _, en := range entries {
+		for _, w := range en.Writes {
+			gk := remediate.GroupKind{Group: remediate.Object{APIVersion: w.APIVersion}.Group(), Kind: w.Kind}
+			switch {
+			case !writeOps[w.Op]:
+				return refuseBackup(dir, "its journal records a write %q of %s on %s, which fix never makes", w.Op, remediate.Object{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}.Ref(), w.Cluster)
+			case w.Op == "delete" && !remediate.Deletes(gk):
+				return refuseBackup(dir, "its journal says fix deleted %s on %s, but fix never deletes a %s (it deletes only %s): restoring it would create one",
+					remediate.Object{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}.Ref(), w.Cluster, gk, deletedKindList())
+			}
+		}
+	}
+	return nil
+}
+
+func deletedKindList() string {
+	var s []string
+	for _, k := range remediate.DeletedKinds() {
+		s = append(s, k.String())
+	}
+	return strings.Join(s, ", ")
 }
 
 // objectFilter parses [CLUSTER:]KIND/NAMESPACE/NAME or [CLUSTER:]KIND/NAME.
@@ -213,8 +235,8 @@ func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreIte
 	switch {
 	case it.last.Op == "delete" && live != nil && !o.Force:
 		return fail("it exists again (uid %s, created after unstick deleted it); --force replaces it with the backup", live.GetUID())
-	case it.last.Op != "delete" && live == nil && !o.Force:
-		return fail("it was deleted after unstick wrote it; --force re-creates it from the backup")
+	case it.last.Op != "delete" && live == nil && e.Existed:
+		return fail("it was deleted after unstick wrote it; restore creates only an object fix deleted, of a kind it deletes (%s), so not this %s (not even with --force)", deletedKindList(), groupKind(e))
 	case it.last.Op != "delete" && live != nil && live.GetResourceVersion() != it.last.After && !o.Force &&
 		(it.last.AfterDigest == "" || contentDigest(live) != it.last.AfterDigest):
 		return fail("it changed after unstick wrote it (resourceVersion %s, unstick left %s); --force restores the backup over that change", live.GetResourceVersion(), it.last.After)
@@ -253,6 +275,11 @@ func restoreOne(ctx context.Context, o RestoreOptions, b *Backup, it *restoreIte
 		unstructured.RemoveNestedField(clean.Object, "metadata", f)
 	}
 	if live == nil {
+		// Reached only for a journaled delete (above) of a kind fix deletes: the one case
+		// restore creates an object.
+		if it.last.Op != "delete" || !remediate.Deletes(groupKind(e)) {
+			return fail("restore creates only an object fix deleted, of a kind it deletes (%s)", deletedKindList())
+		}
 		unstructured.RemoveNestedField(clean.Object, "status")
 		if e.Kind == "Job" && obj.Group() == "batch" {
 			// The server generates a Job's selector and its controller-uid labels anew.

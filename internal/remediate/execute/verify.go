@@ -2,6 +2,7 @@ package execute
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,20 +24,31 @@ const (
 	helmReleaseNamespace = "meta.helm.sh/release-namespace"
 )
 
-// Backup is a backup directory that passed every check that needs no cluster: its origin
-// record, the digest of its index and of every file the index lists, paths, bodies, kinds.
+// Backup is a backup directory that passed every check that needs no cluster: the MAC of
+// its origin record and of every journal line, the digest of its index and of every file the
+// index lists, paths, bodies, kinds.
 type Backup struct {
 	Dir    string
 	Origin *Origin
 	Index  []IndexEntry
+	// Journal is the journal's lines, each authenticated.
+	Journal []Entry
 	// bodies holds the saved object of each index line that has a file.
 	bodies map[int]*unstructured.Unstructured
+	// journalHead and journalTidy are the journal as verified: its last line, and its
+	// lines each ending in a newline (what a torn write leaves is not among them).
+	journalHead JournalHead
+	journalTidy []byte
 }
 
-// LoadBackup reads and checks a backup directory. Whatever fails refuses the whole backup,
-// with the reason: a directory changed after fix wrote it is not trusted for any object.
-func LoadBackup(dir string) (*Backup, error) {
-	origin, err := readOrigin(dir)
+// LoadBackup reads and checks a backup directory with the key it must have been written
+// under. Whatever fails refuses the whole backup, with the reason: a directory changed after
+// fix wrote it is not trusted for any object. It reads files only: no cluster is asked.
+func LoadBackup(dir string, key *BackupKey) (*Backup, error) {
+	if key == nil {
+		return nil, fmt.Errorf("no backup key: a backup directory is only read or written with the key that authenticates it")
+	}
+	origin, err := readOrigin(dir, key)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +71,9 @@ func LoadBackup(dir string) (*Backup, error) {
 			objectsDir, indexFile, OriginFile, d.SHA256, d.Bytes, origin.Index.SHA256, origin.Index.Bytes)
 	}
 	b := &Backup{Dir: dir, Origin: origin, bodies: map[int]*unstructured.Unstructured{}}
+	if err := b.loadJournal(key); err != nil {
+		return nil, err
+	}
 	for n, line := range bytes.Split(idx, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -87,6 +102,9 @@ func LoadBackup(dir string) (*Backup, error) {
 		if err := b.helmOwned(e, b.bodies[i].GetAnnotations()); err != nil {
 			return nil, refuseBackup(dir, "%s on %s: %v", entryRef(e), e.Cluster, err)
 		}
+	}
+	if err := checkJournalWrites(dir, b.Journal); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
@@ -189,4 +207,69 @@ func kindList() string {
 		s = append(s, k.String())
 	}
 	return strings.Join(s, ", ")
+}
+
+// loadJournal reads the journal and checks each line's MAC, chained from the directory's ID
+// through every line before it, and that the chain reaches the head OriginFile recorded (it
+// may be one line past it: a kill between the line and the record). A last line without its
+// newline that does not verify was torn by a kill and is left out; any other line that does
+// not verify refuses the backup.
+func (b *Backup) loadJournal(key *BackupKey) error {
+	raw, err := readLocal(b.Dir, JournalFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		raw, err = nil, nil
+	}
+	if err != nil {
+		return refuseBackup(b.Dir, "%s: %v", JournalFile, err)
+	}
+	prev := b.Origin.ID
+	lines := bytes.Split(raw, []byte("\n"))
+	for i, line := range lines {
+		last := i == len(lines)-1
+		e, ok := verifyLine(key, prev, line)
+		if !ok {
+			if last {
+				continue
+			}
+			return refuseBackup(b.Dir, "%s line %d does not verify under the key from %s (its MAC, chained to the line before it, does not match): the journal was changed after fix wrote it", JournalFile, i+1, key.Source)
+		}
+		b.Journal = append(b.Journal, e)
+		b.journalTidy = append(append(b.journalTidy, line...), '\n')
+		prev = e.MAC
+	}
+	n, h := len(b.Journal), b.Origin.Journal
+	switch {
+	case n < h.Lines:
+		return refuseBackup(b.Dir, "%s has %d lines that verify, %s recorded %d: lines were removed after fix wrote them", JournalFile, n, OriginFile, h.Lines)
+	case n > h.Lines+1:
+		return refuseBackup(b.Dir, "%s has %d lines, %s recorded %d", JournalFile, n, OriginFile, h.Lines)
+	case h.Lines > 0 && b.Journal[h.Lines-1].MAC != h.MAC:
+		return refuseBackup(b.Dir, "%s line %d is not the line %s recorded as the journal's head", JournalFile, h.Lines, OriginFile)
+	}
+	b.journalHead = JournalHead{Lines: n}
+	if n > 0 {
+		b.journalHead.MAC = prev
+	}
+	return nil
+}
+
+// verifyLine decodes one journal line whose MAC verifies after the line whose MAC is prev.
+func verifyLine(key *BackupKey, prev string, line []byte) (Entry, bool) {
+	var e Entry
+	if len(line) < macSuffixLen+2 {
+		return e, false
+	}
+	cut := len(line) - macSuffixLen
+	mac := string(line[cut+len(`,"mac":"`) : len(line)-len(`"}`)])
+	if !bytes.Equal(line[cut:], macSuffix(mac)) {
+		return e, false
+	}
+	body := append(bytes.Clone(line[:cut]), '}')
+	if !hmac.Equal([]byte(journalMAC(key, prev, body)), []byte(mac)) {
+		return e, false
+	}
+	if err := json.Unmarshal(line, &e); err != nil || e.MAC != mac {
+		return Entry{}, false
+	}
+	return e, true
 }

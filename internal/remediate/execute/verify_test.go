@@ -24,11 +24,17 @@ func helmSecret(name, rv string) *unstructured.Unstructured {
 	return u
 }
 
-// sampleBackup writes a backup as fix does: one release Secret and one Deployment.
+// sampleKey is the key sampleBackup writes under.
+var sampleKey = []byte("0123456789abcdef0123456789abcdef")
+
+// sampleBackup writes a backup as fix does: one release Secret and one Deployment, and a
+// journal line.
 func sampleBackup(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "backup")
-	b, err := newBackups(dir, "r1", nil)
+	key := mustKey(t, sampleKey)
+	s := sealed(t, dir, key)
+	b, err := newBackups(s, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +49,14 @@ func sampleBackup(t *testing.T) string {
 	if _, _, err := b.saveObject("rollout-restart-1", dep, d); err != nil {
 		t.Fatal(err)
 	}
+	if err := openJournal(s, "r1").Append(Entry{Step: "rollout-restart-1", Phase: PhaseBegin}); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 
-// reseal recomputes every digest after an edit, as an attacker who read the format would:
-// what the digest cannot stop, the other checks must.
+// reseal recomputes every digest and the MAC after an edit, as someone holding the key
+// could: what the MAC cannot stop, the other checks must.
 func reseal(t *testing.T, dir string, edit func([]IndexEntry) []IndexEntry) {
 	t.Helper()
 	idx, err := ReadIndex(dir)
@@ -68,19 +77,20 @@ func reseal(t *testing.T, dir string, edit func([]IndexEntry) []IndexEntry) {
 	if err := os.WriteFile(filepath.Join(dir, objectsDir, indexFile), buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o, err := readOrigin(dir)
+	key := mustKey(t, sampleKey)
+	o, err := readOrigin(dir, key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.Index, o.Previous = digestOf(buf.Bytes()), nil
-	if err := writeOrigin(dir, o); err != nil {
+	if err := writeOrigin(dir, key, o); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func wantRefused(t *testing.T, dir string, reason string) {
 	t.Helper()
-	_, err := LoadBackup(dir)
+	_, err := LoadBackup(dir, mustKey(t, sampleKey))
 	var oe *OriginError
 	if !errors.As(err, &oe) {
 		t.Fatalf("LoadBackup accepted the backup (err %v), want it refused: %s", err, reason)
@@ -92,7 +102,7 @@ func wantRefused(t *testing.T, dir string, reason string) {
 
 func TestLoadBackupAcceptsWhatFixWrote(t *testing.T) {
 	dir := sampleBackup(t)
-	b, err := LoadBackup(dir)
+	b, err := LoadBackup(dir, mustKey(t, sampleKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +116,7 @@ func TestLoadBackupAcceptsWhatFixWrote(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, objectsDir, indexFile), lines[0], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadBackup(dir); err != nil {
+	if _, err := LoadBackup(dir, mustKey(t, sampleKey)); err != nil {
 		t.Errorf("a kill between backup.json and the index line: %v", err)
 	}
 }
@@ -188,10 +198,7 @@ func TestLoadBackupRefusesTampering(t *testing.T) {
 // status.storedVersions).
 func TestLoadBackupAcceptsATrimmedCRD(t *testing.T) {
 	dir := sampleBackup(t)
-	b, err := newBackups(dir, "r2", mustOrigin(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := backupsIn(t, dir, mustKey(t, sampleKey), "r2")
 	crd := remediate.Object{Cluster: "local", APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets.example.unstick.dev"}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": crd.APIVersion, "kind": crd.Kind,
 		"metadata": map[string]any{"name": crd.Name, "uid": "7f1d6a4e-6a43-4b4e-9f55-2b8f3f1f0c11", "resourceVersion": "900"},
@@ -199,20 +206,11 @@ func TestLoadBackupAcceptsATrimmedCRD(t *testing.T) {
 	if _, _, err := b.saveObject(string(remediate.TrimStoredVersions)+"-0123456789", crd, u); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := LoadBackup(dir)
+	loaded, err := LoadBackup(dir, mustKey(t, sampleKey))
 	if err != nil {
 		t.Fatalf("a trim's CRD backup refused: %v", err)
 	}
 	if len(loaded.Index) != 3 || loaded.Index[2].action() != remediate.TrimStoredVersions {
 		t.Errorf("index %+v", loaded.Index)
 	}
-}
-
-func mustOrigin(t *testing.T, dir string) *Origin {
-	t.Helper()
-	o, err := readOrigin(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
 }
