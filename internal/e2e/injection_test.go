@@ -250,59 +250,45 @@ func checkForgedAdviceOnOneLine(t *testing.T, what, out string) {
 // jsonCommandLists is every string of every "commands" list of a JSON document.
 func jsonCommandLists(t *testing.T, what, doc string) []string {
 	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(doc), &v); err != nil {
-		t.Fatalf("%s: not JSON: %v", what, err)
-	}
 	var out []string
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for k, e := range x {
-				if list, ok := e.([]any); ok && k == "commands" {
-					for _, c := range list {
-						if s, ok := c.(string); ok {
-							out = append(out, s)
-						}
-					}
-					continue
-				}
-				walk(e)
-			}
+	walkJSONStrings(t, what, doc, func(key, s string) {
+		if key == "commands" {
+			out = append(out, s)
 		}
-	}
-	walk(v)
+	})
 	return out
 }
 
 // jsonStrings is every string value of a JSON document.
 func jsonStrings(t *testing.T, what, doc string) []string {
 	t.Helper()
+	var out []string
+	walkJSONStrings(t, what, doc, func(_, s string) { out = append(out, s) })
+	return out
+}
+
+// walkJSONStrings calls visit with every string of a JSON document and the key of the object
+// field that holds it (directly, or as an element of its list).
+func walkJSONStrings(t *testing.T, what, doc string, visit func(key, s string)) {
+	t.Helper()
 	var v any
 	if err := json.Unmarshal([]byte(doc), &v); err != nil {
 		t.Fatalf("%s: not JSON: %v", what, err)
 	}
-	var out []string
-	var walk func(any)
-	walk = func(v any) {
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
 		switch x := v.(type) {
 		case string:
-			out = append(out, x)
+			visit(key, x)
 		case []any:
 			for _, e := range x {
-				walk(e)
+				walk(key, e)
 			}
 		case map[string]any:
-			for _, e := range x {
-				walk(e)
+			for k, e := range x {
+				walk(k, e)
 			}
 		}
 	}
-	walk(v)
-	return out
+	walk("", v)
 }
