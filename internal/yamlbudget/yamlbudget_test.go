@@ -50,7 +50,6 @@ func laughs(levels int) string {
 	return b.String()
 }
 
-
 // TestMeasureSumsDocuments: a manifest's documents are measured each, and summed.
 func TestMeasureSumsDocuments(t *testing.T) {
 	x, err := Measure([]byte("a: &v xx\nb: *v\n---\nc: &w yyy\nd: [*w, *w]\n"))
