@@ -1,6 +1,8 @@
 package execute
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,5 +51,22 @@ func TestExecutorRefusesAliasBombManifests(t *testing.T) {
 	}
 	if _, changes, _, err := rewriteManifest(shared, 25); err != nil || len(changes) != 1 {
 		t.Errorf("rewrite of a manifest with an anchored label set: %d changes, %v", len(changes), err)
+	}
+}
+
+// A backup body is decoded whole: one someone holding the key resealed as an alias bomb is
+// refused, naming its file, without expanding it.
+func TestLoadBackupRefusesAnAliasBomb(t *testing.T) {
+	dir := sampleBackup(t)
+	depFile := "objects/local/apps/Deployment/cattle-fleet-system/fleet-agent.yaml"
+	bomb := strings.Replace(bombtest.BigScalar("cattle-fleet-system", "fleet-agent"), "apiVersion: v1\nkind: ConfigMap\n", "apiVersion: apps/v1\nkind: Deployment\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, depFile), []byte(bomb), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reseal(t, dir, func(idx []IndexEntry) []IndexEntry { return idx })
+	var err error
+	bombtest.WithinAlloc(t, "LoadBackup", func() { _, err = LoadBackup(dir, mustKey(t, sampleKey)) })
+	if err == nil || !strings.Contains(err.Error(), depFile+": not read: "+aliasesRefused) {
+		t.Fatalf("want the backup refused naming %s, got %v", depFile, err)
 	}
 }
