@@ -355,12 +355,7 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 		}
 		checkin := ""
 		if fleetconfig.IsControllerConfig(t.Namespace, t.Name) {
-			// A config that does not parse is read as unset, as before; one that parses but
-			// expands past the bound is named.
-			if err := fleetconfig.CheckAliases(t.Data[fleetconfig.Key]); errors.As(err, new(*yamlbudget.TooLarge)) {
-				o.cfgErr = err
-			}
-			checkin = fleetconfig.Reduce(t.Data[fleetconfig.Key])
+			checkin, o.cfgErr = controllerInterval(t.Data[fleetconfig.Key])
 		}
 		t.Data = keysOnly(t.Data, suc.EnvPrefix)
 		if checkin != "" {
@@ -411,8 +406,16 @@ type fleetContent struct {
 	name   string
 	docs   []manifest.Doc
 	docErr error
-	// cfgErr says why the Fleet controller's config was not read.
-	cfgErr error
+}
+
+// controllerInterval reduces the Fleet controller's config to its check-in interval. A config
+// that does not parse is read as unset; one whose YAML aliases expand past fleetconfig's bound
+// is too, and the error says so.
+func controllerInterval(config string) (string, error) {
+	if err := fleetconfig.CheckAliases(config); errors.As(err, new(*yamlbudget.TooLarge)) {
+		return "", err
+	}
+	return fleetconfig.Reduce(config), nil
 }
 
 // decodeSecret reads a Secret whose data values may not be valid base64 (a hand-edited or
