@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/unstick-dev/unstick/internal/yamlbudget"
@@ -27,8 +28,11 @@ func (x expansion) need() int64 {
 	return min(x.Bytes*expandedByteCost+x.Nodes*expandedNodeCost, yamlbudget.Cap)
 }
 
-// mayAlias tells whether a document can hold an alias at all.
-func mayAlias(body []byte) bool { return yamlbudget.MayAlias(body) }
+// mayAlias tells whether a document can hold an alias at all: one needs an anchor (&) and a
+// reference (*). Most Kubernetes objects have neither and are parsed once.
+func mayAlias(body []byte) bool {
+	return bytes.IndexByte(body, '&') >= 0 && bytes.IndexByte(body, '*') >= 0
+}
 
 // yamlExpansion parses one YAML document into its node graph and measures it expanded. The
 // error is the parser's.

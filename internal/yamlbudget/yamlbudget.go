@@ -33,10 +33,40 @@ func (x Size) plus(y Size) Size {
 // fits tells whether x is within lim on both counts.
 func (x Size) fits(lim Size) bool { return x.Bytes <= lim.Bytes && x.Nodes <= lim.Nodes }
 
-// MayAlias tells whether a text can hold an alias at all: one needs an anchor (&) and a
-// reference (*). Most Kubernetes objects have neither and are never parsed here.
+// MayAlias tells whether a text can hold an alias at all: one needs an anchor (&name) and an
+// alias (*name). go-yaml (v2 and v3) reads a name of letters, digits, '_' and '-' right after
+// the indicator, and an indicator only where a token starts: after a space, a line break or a
+// flow indicator, never glued to a word. So a '&' or '*' counts only when a name character
+// follows it and no name character (nor '&', '*', '/', '=', '.' or '%') precedes it: shell
+// "a && b", a URL's "?a=1&b=2", RBAC's "*" in quotes, globs such as "/*.yaml" and cron's
+// "*/5 * * * *" do not, and a manifest holding them is not parsed here.
 func MayAlias(body []byte) bool {
-	return bytes.IndexByte(body, '&') >= 0 && bytes.IndexByte(body, '*') >= 0
+	return hasIndicator(body, '&') && hasIndicator(body, '*')
+}
+
+// hasIndicator tells whether c occurs in b where it could start an anchor or an alias.
+func hasIndicator(b []byte, c byte) bool {
+	for i := 0; i < len(b); i++ {
+		j := bytes.IndexByte(b[i:], c)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+1 < len(b) && nameChar(b[i+1]) && (i == 0 || !glued(b[i-1])) {
+			return true
+		}
+	}
+	return false
+}
+
+// nameChar is a character of an anchor's name (go-yaml's is_alpha).
+func nameChar(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || c == '-'
+}
+
+// glued tells whether an indicator after c would be inside a word, where no token starts.
+func glued(c byte) bool {
+	return nameChar(c) || c == '&' || c == '*' || c == '/' || c == '=' || c == '.' || c == '%'
 }
 
 // Measure parses every document of body into its node graph and returns their size, aliases

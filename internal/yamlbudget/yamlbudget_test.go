@@ -95,3 +95,39 @@ func ExampleTooLarge() {
 	fmt.Println(err)
 	// Output: with its YAML aliases expanded it holds 900 MiB in 903 nodes, more than the 17 MiB in 262144 nodes allowed
 }
+
+// MayAlias holds every way go-yaml reads an anchor and an alias, and skips what manifests
+// hold without one: every text it says true of is parsed, every other is not.
+func TestMayAlias(t *testing.T) {
+	for _, doc := range []string{
+		"a: &v x\nb: *v\n",
+		"&v a: *v\n",
+		"--- &v\n- *v\n",
+		"a: [&v x,*v]\n",
+		"{\"a\": &v x, \"b\":*v}\n",
+		"a: [\t&v x,\t*v]\n",
+		"\ufeff&v [*v]\n",
+		"a: &v-1_X x\nb: *v-1_X\n",
+		"a: !!str &v x\nb: [ *v ]\n",
+		"a: &v x\r\nb: *v\r\n",
+		"a: &v x\u0085b: *v\n",
+	} {
+		x, err := Measure([]byte(doc))
+		if err != nil || x.Nodes == 0 {
+			t.Errorf("%q: not YAML with an alias (%v), fix the case", doc, err)
+		}
+		if !MayAlias([]byte(doc)) {
+			t.Errorf("MayAlias(%q) = false: its alias would not be measured", doc)
+		}
+	}
+	for _, doc := range []string{
+		"command: [sh, -c, \"make && make install\"]\n",
+		"url: https://example.com/?a=1&b=2\nrules: [{verbs: [\"*\"]}]\n",
+		"schedule: \"*/5 * * * *\"\nfiles: /etc/*.conf\nq: a&b*c\n",
+		"args: [--path=/*, x&&y]\n",
+	} {
+		if MayAlias([]byte(doc)) {
+			t.Errorf("MayAlias(%q) = true: a text without an alias is parsed", doc)
+		}
+	}
+}
