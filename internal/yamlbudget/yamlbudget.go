@@ -115,8 +115,9 @@ func Check(body []byte, lim Size) error {
 	return nil
 }
 
-// Beyond is a limit of what body's text holds plus extra: text without aliases never holds
-// more scalar bytes or nodes than it has bytes, so such a limit never refuses it, however large.
+// Beyond is a limit of what body's text holds plus extra: text without aliases holds no more
+// scalar bytes than it has bytes, and a node a byte at most (give or take a few for a
+// document's own), so such a limit with any room does not refuse it, however large.
 func Beyond(body []byte, extra Size) Size {
 	n := int64(len(body))
 	return Size{n + extra.Bytes, n + extra.Nodes}
