@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/unstick-dev/unstick/internal/redact"
+	"github.com/unstick-dev/unstick/internal/yamlbudget"
 )
 
 // Where Fleet keeps its controller configuration (rancher/fleet v0.16 internal/config:
@@ -48,6 +49,19 @@ const (
 // not keep the interval, so there is nothing to judge and nothing to warn about.
 var ErrNotKept = errors.New("not kept by the collector")
 
+// aliasRoom is what YAML aliases may add to what the controller's config text holds: the
+// config is a few KiB of settings, and anyone who may edit the ConfigMap writes it. 1 MiB and
+// 16,384 nodes more is far beyond a shared value or two, and cheap to decode.
+var aliasRoom = yamlbudget.Size{Bytes: 1 << 20, Nodes: 1 << 14}
+
+// CheckAliases refuses a config whose YAML aliases expand past what its text holds plus
+// aliasRoom; the error starts "with its YAML aliases expanded". Reduce and ConfigInterval
+// read such a config as unreadable.
+func CheckAliases(data string) error {
+	b := []byte(data)
+	return yamlbudget.Check(b, yamlbudget.Beyond(b, aliasRoom))
+}
+
 // IsControllerConfig reports the fleet-controller ConfigMap.
 func IsControllerConfig(namespace, name string) bool {
 	return namespace == Namespace && name == ConfigMapName
@@ -60,7 +74,7 @@ func IsControllerConfig(namespace, name string) bool {
 // not set the interval.
 func Reduce(data string) string {
 	var raw map[string]any
-	if data == "" || yaml.Unmarshal([]byte(data), &raw) != nil || raw == nil {
+	if data == "" || CheckAliases(data) != nil || yaml.Unmarshal([]byte(data), &raw) != nil || raw == nil {
 		return ""
 	}
 	v, ok := raw[IntervalKey]
@@ -96,7 +110,7 @@ func isZero(v any) bool {
 // ConfigInterval is the agentCheckinInterval a (reduced) config sets, and whether it sets one.
 func ConfigInterval(data string) (string, bool) {
 	var raw map[string]any
-	if data == "" || yaml.Unmarshal([]byte(data), &raw) != nil {
+	if data == "" || CheckAliases(data) != nil || yaml.Unmarshal([]byte(data), &raw) != nil {
 		return "", false
 	}
 	v, ok := raw[IntervalKey]

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unstick-dev/unstick/internal/yamlbudget/bombtest"
 )
 
 // The fleet-controller config as Fleet's chart renders it (charts/fleet/templates/configmap.yaml)
@@ -57,5 +59,30 @@ func TestParse(t *testing.T) {
 		if want == "not a Go duration" && err != nil && strings.Contains(err.Error(), in) {
 			t.Errorf("Parse(%q) repeats the value", in)
 		}
+	}
+}
+
+// Anyone who may edit the fleet-controller ConfigMap writes its config: one that is an alias
+// bomb is read as no config, without expanding it, and CheckAliases says why.
+func TestConfigAliasBomb(t *testing.T) {
+	for name, doc := range bombtest.Shapes(Namespace, ConfigMapName) {
+		t.Run(name, func(t *testing.T) {
+			config := "agentCheckinInterval: 90m\n" + doc
+			var reduced, interval string
+			var set bool
+			bombtest.WithinAlloc(t, "Reduce and ConfigInterval", func() {
+				reduced = Reduce(config)
+				interval, set = ConfigInterval(config)
+			})
+			if reduced != "" || interval != "" || set {
+				t.Errorf("Reduce = %q, ConfigInterval = %q %v: want the config unread", reduced, interval, set)
+			}
+			if err := CheckAliases(config); err == nil || !strings.HasPrefix(err.Error(), "with its YAML aliases expanded it holds ") {
+				t.Errorf("CheckAliases: %v", err)
+			}
+		})
+	}
+	if got := Reduce("base: &b {agentCheckinInterval: 90m}\n<<: *b\n"); got != `{"agentCheckinInterval":"90m"}` {
+		t.Errorf("a merge key is no bomb: Reduce = %q", got)
 	}
 }

@@ -114,6 +114,12 @@ func FromSecret(name, namespace string, labels map[string]string, data []byte) *
 	if r.Malformed == nil {
 		r.Malformed = recordMismatch(r, rel)
 	}
+	// Anyone who may write Secrets in the namespace writes this manifest: one whose aliases
+	// expand past the bound is not read, and the record with it (labels only, never acted on).
+	if err := manifest.CheckAliases(rel.Manifest); err != nil {
+		r.PayloadError = fmt.Errorf("release manifest not read: %w", err)
+		return r
+	}
 	if rel.Info != nil {
 		if rel.Info.Status != "" {
 			r.Status = rel.Info.Status.String()

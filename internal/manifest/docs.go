@@ -225,8 +225,12 @@ func scalar(v string) string {
 	return v
 }
 
-// crdOf reads a CRD document's group, plural and versions; nil when it does not parse.
+// crdOf reads a CRD document's group, plural and versions; nil when it does not parse or
+// its aliases expand past what CheckAliases allows (it is decoded whole).
 func crdOf(b []byte) *CRD {
+	if CheckAliases(string(b)) != nil {
+		return nil
+	}
 	var v struct {
 		Spec struct {
 			Group string `json:"group"`

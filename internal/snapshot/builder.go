@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -26,6 +27,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/redact"
 	"github.com/unstick-dev/unstick/internal/suc"
+	"github.com/unstick-dev/unstick/internal/yamlbudget"
 )
 
 // ClusterInfo is what a source knows of a cluster before reading its objects.
@@ -325,6 +327,8 @@ type Object struct {
 	// could not be read.
 	docs   []manifest.Doc
 	docErr error
+	// cfgErr says why the Fleet controller's config was not read.
+	cfgErr error
 }
 
 // Prepare decodes one object (never a List) and trims it: managedFields, ConfigMap values
@@ -351,7 +355,7 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 		}
 		checkin := ""
 		if fleetconfig.IsControllerConfig(t.Namespace, t.Name) {
-			checkin = fleetconfig.Reduce(t.Data[fleetconfig.Key])
+			checkin, o.cfgErr = controllerInterval(t.Data[fleetconfig.Key])
 		}
 		t.Data = keysOnly(t.Data, suc.EnvPrefix)
 		if checkin != "" {
@@ -402,6 +406,16 @@ type fleetContent struct {
 	name   string
 	docs   []manifest.Doc
 	docErr error
+}
+
+// controllerInterval reduces the Fleet controller's config to its check-in interval. A config
+// that does not parse is read as unset; one whose YAML aliases expand past fleetconfig's bound
+// is too, and the error says so.
+func controllerInterval(config string) (string, error) {
+	if err := fleetconfig.CheckAliases(config); errors.As(err, new(*yamlbudget.TooLarge)) {
+		return "", err
+	}
+	return fleetconfig.Reduce(config), nil
 }
 
 // decodeSecret reads a Secret whose data values may not be valid base64 (a hand-edited or
@@ -475,6 +489,11 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 	case *corev1.Namespace:
 		c.Namespaces = append(c.Namespaces, t)
 	case *corev1.ConfigMap:
+		if o.cfgErr != nil {
+			file, line := splitSource(src)
+			b.addError(finding.ScanError{Cluster: c.Name, File: file, Line: line,
+				Message: fmt.Sprintf("Fleet controller ConfigMap %s/%s: %s not read: %v", t.Namespace, t.Name, fleetconfig.Key, o.cfgErr)})
+		}
 		c.ConfigMaps = append(c.ConfigMaps, t)
 	case *corev1.Secret:
 		if r := o.helm; r != nil {

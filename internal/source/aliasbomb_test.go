@@ -131,47 +131,6 @@ func TestAliasesWithinBudgetLoad(t *testing.T) {
 	}
 }
 
-// TestAliasCountsExpandedSize holds the measurement to what aliases become.
-func TestAliasCountsExpandedSize(t *testing.T) {
-	for _, c := range []struct {
-		name      string
-		doc       string
-		bytes     int64
-		nodes     int64
-		parseFail bool
-	}{
-		{name: "no alias", doc: "a: xyz\n", bytes: 4, nodes: 4},
-		{name: "scalar aliased 3 times", doc: "a: &v " + strings.Repeat("x", 1000) + "\nb: [*v, *v, *v]\n", bytes: 4002, nodes: 9},
-		// document, mapping, 3 keys; v: 3 nodes; w: 1+2×3; c: 1+2×7
-		{name: "alias of an alias list", doc: "a: &v [1, 2]\nb: &w [*v, *v]\nc: [*w, *w]\n", bytes: 17, nodes: 30},
-		{name: "an anchor that holds itself", doc: "a: &v [*v]\n", bytes: expansionCap, nodes: expansionCap},
-		{name: "laughs 40 levels deep", doc: laughs(40), bytes: expansionCap, nodes: expansionCap},
-		{name: "not YAML", doc: "a: [\n", parseFail: true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			x, err := yamlExpansion([]byte(c.doc))
-			if c.parseFail != (err != nil) {
-				t.Fatalf("parse error %v, want one: %v", err, c.parseFail)
-			}
-			if c.parseFail {
-				return
-			}
-			if x.bytes != c.bytes || x.nodes != c.nodes {
-				t.Errorf("got %d bytes in %d nodes, want %d in %d", x.bytes, x.nodes, c.bytes, c.nodes)
-			}
-		})
-	}
-}
-
-func laughs(levels int) string {
-	var b strings.Builder
-	b.WriteString("l0: &l0 lol\n")
-	for i := 1; i < levels; i++ {
-		fmt.Fprintf(&b, "l%d: &l%d %s\n", i, i, aliasList(fmt.Sprintf("l%d", i-1), 9))
-	}
-	return b.String()
-}
-
 // TestBundleInfoAliasBomb: the metadata is read before anything else; its aliases are held to
 // the budget too.
 func TestBundleInfoAliasBomb(t *testing.T) {

@@ -258,6 +258,9 @@ func (e *Executor) rollback(ctx context.Context, cl *cluster, st remediate.Step,
 		if err := checkRecords(st, gs, current, target); err != nil {
 			return nil, err
 		}
+		if err := manifestFits(h.Namespace, h.Release, h.Target, target.Manifest); err != nil {
+			return nil, err
+		}
 		// Every object of the target manifest is judged before the first write.
 		if _, err := e.gateRollback(ctx, cl, st, target.Manifest); err != nil {
 			return nil, err
@@ -445,6 +448,9 @@ func (e *Executor) helmState(ctx context.Context, cl *cluster, st remediate.Step
 // manifestObjects parses a release manifest into objects, each with its namespace resolved
 // (Helm puts a namespaced object without one in the release namespace ns).
 func (e *Executor) manifestObjects(cl *cluster, ns, manifest string) ([]*unstructured.Unstructured, []remediate.Object, error) {
+	if err := checkAliases(manifest); err != nil {
+		return nil, nil, fmt.Errorf("the release manifest: not read: %w", err)
+	}
 	dec := k8syaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	var us []*unstructured.Unstructured
 	var objs []remediate.Object
@@ -495,6 +501,9 @@ func (e *Executor) targetManifest(cl *cluster, st remediate.Step) (string, error
 	t, err := store.Get(st.Helm.Release, st.Helm.Target)
 	if err != nil {
 		return "", fmt.Errorf("reading revision %d of Helm release %s/%s: %w", st.Helm.Target, st.Helm.Namespace, st.Helm.Release, err)
+	}
+	if err := manifestFits(st.Helm.Namespace, st.Helm.Release, st.Helm.Target, t.Manifest); err != nil {
+		return "", err
 	}
 	return t.Manifest, nil
 }

@@ -43,6 +43,9 @@ var docSeparator = regexp.MustCompile(`^---(\s.*)?$`)
 // and why the rewrite must be refused (a removed API with no replacement, or one marked for
 // review), if any is.
 func rewriteManifest(manifest string, minor int) (string, []docChange, []string, error) {
+	if err := checkAliases(manifest); err != nil {
+		return "", nil, nil, fmt.Errorf("manifest not read: %w", err)
+	}
 	lines := strings.SplitAfter(manifest, "\n")
 	var out strings.Builder
 	var changes []docChange
@@ -187,6 +190,9 @@ func (e *Executor) helmRewrite(ctx context.Context, cl *cluster, st remediate.St
 		if rel.Name != rw.Release || rel.Version != rev || (rel.Namespace != "" && rel.Namespace != rw.Namespace) {
 			return nil, &RecordError{Object: gs.object(secretName(rw.Release, rev)), Reason: fmt.Sprintf("the record it holds names release %q in namespace %q at revision %d", rel.Name, rel.Namespace, rel.Version)}
 		}
+		if err := manifestFits(rw.Namespace, rw.Release, rev, rel.Manifest); err != nil {
+			return nil, err
+		}
 		manifest, changes, refusals, err := rewriteManifest(rel.Manifest, minor)
 		if err != nil {
 			return nil, fmt.Errorf("revision %d of Helm release %s/%s: %w", rev, rw.Namespace, rw.Release, err)
@@ -280,6 +286,9 @@ func (e *Executor) rewriteState(cl *cluster, st remediate.Step) (bool, bool, str
 		rel, err := store.Get(rw.Release, rev)
 		if err != nil {
 			return false, false, "", fmt.Errorf("Helm's storage cannot read revision %d of %s/%s: %w", rev, rw.Namespace, rw.Release, err)
+		}
+		if err := manifestFits(rw.Namespace, rw.Release, rev, rel.Manifest); err != nil {
+			return false, false, "", err
 		}
 		left, err := removedIn(rel.Manifest, minor)
 		if err != nil {

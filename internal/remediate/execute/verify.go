@@ -162,6 +162,9 @@ func (b *Backup) check(e IndexEntry) (*unstructured.Unstructured, error) {
 	if e.SHA256 == "" || sha(data) != e.SHA256 {
 		return nil, fmt.Errorf("%s does not match its digest (sha256 %s, recorded %q): it was changed after fix wrote it", e.File, sha(data), e.SHA256)
 	}
+	if err := checkAliases(string(data)); err != nil {
+		return nil, fmt.Errorf("%s: not read: %w", e.File, err)
+	}
 	var m map[string]any
 	if err := yaml.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", e.File, err)
