@@ -38,10 +38,10 @@ type Report struct {
 	// NotJudged says what the input did not let unstick judge although it was read (it holds
 	// nothing of Fleet, Helm, SUC or Rancher): each makes the verdict incomplete.
 	NotJudged []string `json:"notJudged"`
-	FailOn        string   `json:"failOn"`
-	Hidden        Hidden   `json:"hidden"`
-	Clock         Clock    `json:"clock"`
-	Warnings      []string `json:"warnings"`
+	FailOn    string   `json:"failOn"`
+	Hidden    Hidden   `json:"hidden"`
+	Clock     Clock    `json:"clock"`
+	Warnings  []string `json:"warnings"`
 }
 
 // Cluster is one scanned cluster's line in the report.
