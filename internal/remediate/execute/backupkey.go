@@ -120,27 +120,13 @@ func makeKeyFile(path string) error {
 	if _, err := rand.Read(secret); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".backup-key-*")
+	// os.CreateTemp makes the file 0600, before anything is written to it.
+	tmp, err := writeTemp(dir, ".backup-key-*", secret)
 	if err != nil {
 		return fmt.Errorf("making the backup key: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("making the backup key: %w", err)
-	}
-	if _, err := tmp.Write(secret); err != nil {
-		tmp.Close()
-		return fmt.Errorf("making the backup key: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("making the backup key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("making the backup key: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("making the backup key: %w", err)
 	}
 	return nil

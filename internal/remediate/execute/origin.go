@@ -155,23 +155,12 @@ func writeOrigin(dir string, key *BackupKey, o *Origin) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".backup-*.json")
+	tmp, err := writeTemp(dir, ".backup-*.json", append(b, '\n'))
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", OriginFile, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", OriginFile, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", OriginFile, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", OriginFile, err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, OriginFile)); err != nil {
+	defer os.Remove(tmp)
+	if err := os.Rename(tmp, filepath.Join(dir, OriginFile)); err != nil {
 		return fmt.Errorf("writing %s: %w", OriginFile, err)
 	}
 	if d, err := os.Open(dir); err == nil {
@@ -242,4 +231,24 @@ func checkOrigin(ctx context.Context, dir string, o *Origin, clients *Clients, n
 		}
 	}
 	return nil
+}
+
+// writeTemp writes data to a new temporary file in dir (pattern as os.CreateTemp), synced and
+// closed, and returns its path for the caller to rename or link into place (and remove).
+func writeTemp(dir, pattern string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return "", err
+	}
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }

@@ -58,23 +58,12 @@ func (b *Backup) tidyJournal() error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	tmp, err := os.CreateTemp(b.Dir, ".journal-*.jsonl")
+	tmp, err := writeTemp(b.Dir, ".journal-*.jsonl", b.journalTidy)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b.journalTidy); err != nil {
-		tmp.Close()
-		return fmt.Errorf("journal: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("journal: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	return os.Rename(tmp.Name(), filepath.Join(b.Dir, JournalFile))
+	defer os.Remove(tmp)
+	return os.Rename(tmp, filepath.Join(b.Dir, JournalFile))
 }
 
 // write records the origin as it now is (the caller holds mu).
