@@ -114,6 +114,9 @@ type Incident struct {
 	// drain blocked on prod-eu-2 affects prod-eu-2 though its evidence is on the management
 	// cluster. Every view takes a cluster's status from the incidents naming it here.
 	Clusters []string `json:"clusters"`
+	// NextStep is the root cause's next safe step (NextStep): the one step every view
+	// prints for the incident and the one fix takes or guides first.
+	NextStep *Step `json:"nextStep,omitempty"`
 }
 
 // NewIncident groups root and its symptoms and attributes the incident to the clusters it
@@ -121,7 +124,30 @@ type Incident struct {
 func NewIncident(root Finding, symptoms []Finding) Incident {
 	inc := Incident{RootCause: root, Symptoms: symptoms}
 	inc.Clusters = affectedClusters(inc)
+	if st, ok := NextStep(root); ok {
+		inc.NextStep = &st
+	}
 	return inc
+}
+
+// NextStep is the first rung of f's ladder that changes something and still has a command
+// (personalising leaves out commands that cannot apply, such as a restart of a Deployment the
+// cluster does not have), else the first that changes something, else the first rung.
+func NextStep(f Finding) (Step, bool) {
+	for _, s := range f.Remediation {
+		if s.Rung != "observe" && len(s.Commands) > 0 {
+			return s, true
+		}
+	}
+	for _, s := range f.Remediation {
+		if s.Rung != "observe" {
+			return s, true
+		}
+	}
+	if len(f.Remediation) > 0 {
+		return f.Remediation[0], true
+	}
+	return Step{}, false
 }
 
 func affectedClusters(inc Incident) []string {

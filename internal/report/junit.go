@@ -266,7 +266,7 @@ func writeFinding(b *strings.Builder, f finding.Finding, name string) {
 	for _, e := range f.Evidence {
 		fmt.Fprintf(b, "  evidence: %s [%s]\n", e.Text, e.Source)
 	}
-	if s, ok := nextStep(f); ok {
+	if s, ok := finding.NextStep(f); ok {
 		fmt.Fprintf(b, "  next step (%s): %s\n", s.Rung, oneParagraph(s.Action))
 		for _, c := range s.Commands {
 			fmt.Fprintf(b, "    $ %s\n", c)

@@ -15,13 +15,13 @@ func TestNextStepSkipsARungWithNoCommandLeft(t *testing.T) {
 	restart := finding.Step{Rung: "restart", Notes: []string{"The restart command is left out: cluster edge has no Deployment cattle-fleet-system/fleet-agent."}}
 	resync := finding.Step{Rung: "resync", Commands: []string{"kubectl --context rancher -n fleet-default patch clusters.fleet.cattle.io c-m-1 --type merge -p '{\"spec\":{\"redeployAgentGeneration\":2}}'"}}
 	observe := finding.Step{Rung: "observe", Commands: []string{"kubectl get clusters.fleet.cattle.io -A"}}
-	if s, _ := nextStep(finding.Finding{Remediation: []finding.Step{observe, restart, resync}}); s.Rung != "resync" {
+	if s, _ := finding.NextStep(finding.Finding{Remediation: []finding.Step{observe, restart, resync}}); s.Rung != "resync" {
 		t.Errorf("next step %q, want resync (the restart has no command left)", s.Rung)
 	}
-	if s, _ := nextStep(finding.Finding{Remediation: []finding.Step{observe, restart}}); s.Rung != "restart" {
+	if s, _ := finding.NextStep(finding.Finding{Remediation: []finding.Step{observe, restart}}); s.Rung != "restart" {
 		t.Errorf("next step %q, want restart with its note", s.Rung)
 	}
-	if s, _ := nextStep(finding.Finding{Remediation: []finding.Step{observe}}); s.Rung != "observe" {
+	if s, _ := finding.NextStep(finding.Finding{Remediation: []finding.Step{observe}}); s.Rung != "observe" {
 		t.Errorf("next step %q, want observe", s.Rung)
 	}
 }

@@ -80,12 +80,11 @@ type Cluster struct {
 func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs []finding.Finding, errs []finding.ScanError) *Report {
 	r := &Report{SchemaVersion: SchemaVersion, EvaluatedAt: now.UTC(), Incidents: incidents, Findings: fs, Skipped: append([]snapshot.Skipped{}, s.Skipped...)}
 	r.Errors = append(append([]finding.ScanError{}, s.Errors...), errs...)
-	// Every view reads an incident's clusters from the incident; one built without them
-	// (by hand, not through finding.NewIncident) gets them here, so no view drops it.
+	// Every view reads an incident's clusters and next step from the incident; they are
+	// derived here once more from its findings, as the configuration's overrides and
+	// suppressions left them, so no view re-derives them and none can disagree.
 	for i, inc := range r.Incidents {
-		if len(inc.Clusters) == 0 {
-			r.Incidents[i] = finding.NewIncident(inc.RootCause, inc.Symptoms)
-		}
+		r.Incidents[i] = finding.NewIncident(inc.RootCause, inc.Symptoms)
 	}
 	for _, c := range s.Clusters {
 		rc := Cluster{Name: c.Name, Role: string(c.Role), FleetCluster: c.FleetCluster, Server: c.Server, Objects: ObjectCount(c),

@@ -165,7 +165,8 @@ func (t *tableWriter) incident(n int, inc finding.Incident) {
 			t.wrap("      ", "- "+s.ID+" "+clusterLabel(s)+": "+s.Summary)
 		}
 	}
-	if step, ok := nextStep(rc); ok {
+	if inc.NextStep != nil {
+		step := *inc.NextStep
 		t.printf("    %s\n", t.paint(ansiDim, "next safe step ("+step.Rung+"):"))
 		t.wrap("      ", step.Action)
 		// A command stands whole on its own line, however long: a folded command pasted
@@ -178,26 +179,6 @@ func (t *tableWriter) incident(n int, inc finding.Incident) {
 		}
 		t.printf("    %s\n", t.paint(ansiDim, "full ladder: "+t.name+" explain "+rc.ID))
 	}
-}
-
-// nextStep is the first rung of the ladder that changes something and still has a command
-// (personalising leaves out commands that cannot apply, such as a restart of a Deployment the
-// cluster does not have), else the first that changes something, else the first rung.
-func nextStep(f finding.Finding) (finding.Step, bool) {
-	for _, s := range f.Remediation {
-		if s.Rung != "observe" && len(s.Commands) > 0 {
-			return s, true
-		}
-	}
-	for _, s := range f.Remediation {
-		if s.Rung != "observe" {
-			return s, true
-		}
-	}
-	if len(f.Remediation) > 0 {
-		return f.Remediation[0], true
-	}
-	return finding.Step{}, false
 }
 
 func clusterLabel(f finding.Finding) string {
