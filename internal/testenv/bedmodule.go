@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/unstick-dev/unstick"
 )
 
 // The test bed's one module graph.
@@ -67,38 +69,18 @@ func bedMains() []string {
 var (
 	projectOnce sync.Once
 	projectReqs []modVersion
-	projectMod  string // the go.mod read, or "" when none was found
 	projectErr  error
 )
 
-// projectRequires returns the requirements of unstick's go.mod, found from the working
-// directory upwards (tests run in their package's directory, hack/testbed.sh in the
-// repository). Outside the repository there are none: the bed then builds on its own, and
-// its packages are not shared with the suite's.
-func projectRequires() ([]modVersion, string, error) {
+// projectRequires returns the requirements of unstick's go.mod as the running program was
+// built with it (the module's root package embeds the file). No process looks for go.mod on
+// disk, so each computes the same graph key whatever its working directory: the detached half
+// of hack/testenv.sh start runs in the environment's directory, a benchmark anywhere.
+func projectRequires() ([]modVersion, error) {
 	projectOnce.Do(func() {
-		dir, err := os.Getwd()
-		if err != nil {
-			projectErr = err
-			return
-		}
-		for {
-			f := filepath.Join(dir, "go.mod")
-			if data, err := os.ReadFile(f); err == nil {
-				if modulePath(data) == ProjectModule {
-					projectReqs, projectErr = readRequires(f)
-					projectMod = f
-				}
-				return
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				return
-			}
-			dir = parent
-		}
+		projectReqs, projectErr = parseRequires([]byte(unstick.GoMod()))
 	})
-	return projectReqs, projectMod, projectErr
+	return projectReqs, projectErr
 }
 
 var moduleLine = regexp.MustCompile(`(?m)^\s*module\s+"?([^\s"]+)"?\s*$`)
@@ -110,6 +92,24 @@ func modulePath(gomod []byte) string {
 	return ""
 }
 
+// parseRequires reads the requirements of unstick's go.mod text with `go mod edit -json`, on a
+// copy in a directory of its own.
+func parseRequires(gomod []byte) ([]modVersion, error) {
+	if got := modulePath(gomod); got != ProjectModule {
+		return nil, fmt.Errorf("testenv: the embedded go.mod is module %q, not %s", got, ProjectModule)
+	}
+	tmp, err := os.MkdirTemp("", "unstick-gomod-")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	f := filepath.Join(tmp, "go.mod")
+	if err := os.WriteFile(f, gomod, 0o600); err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	return readRequires(f)
+}
+
 // readRequires reads a go.mod's requirements with `go mod edit -json`.
 func readRequires(gomod string) ([]modVersion, error) {
 	goBin, err := goTool()
@@ -118,42 +118,62 @@ func readRequires(gomod string) ([]modVersion, error) {
 	}
 	out, err := runGoIn(context.Background(), goBin, filepath.Dir(gomod), time.Now(), "", "mod", "edit", "-json", gomod)
 	if err != nil {
-		return nil, fmt.Errorf("testenv: reading %s: %w", gomod, err)
+		return nil, fmt.Errorf("testenv: reading unstick's go.mod: %w", err)
 	}
 	var gm struct{ Require []modVersion }
 	if err := json.Unmarshal(out, &gm); err != nil {
-		return nil, fmt.Errorf("testenv: reading %s: %w", gomod, err)
+		return nil, fmt.Errorf("testenv: reading unstick's go.mod: %w", err)
 	}
 	sort.Slice(gm.Require, func(i, j int) bool { return gm.Require[i].Path < gm.Require[j].Path })
 	return gm.Require, nil
 }
 
+// graphKeyEnv carries the graph key from a process to the one it detaches (Detach), which
+// then uses its parent's cache directories instead of computing them again.
+const graphKeyEnv = "UNSTICK_TESTENV_GRAPH_KEY"
+
+var validGraphKey = regexp.MustCompile(`^[0-9a-f]{10}$`)
+
 var (
 	keyOnce sync.Once
 	bedKey  string
+	keyErr  error
 )
 
 // graphKey names the bed module's graph in the cache directories' names: the recipe, every
 // program's version and unstick's requirements. A change to any of them builds the bed again
-// (mostly from cached packages) instead of using programs compiled in another graph.
-func graphKey() string {
+// (mostly from cached packages) instead of using programs compiled in another graph. A
+// process Detach started takes its parent's key.
+func graphKey() (string, error) {
 	keyOnce.Do(func() {
-		reqs, _, err := projectRequires()
-		if err != nil {
-			logf("%v; the test bed is built without unstick's requirements", err)
-			reqs = nil
+		if k := os.Getenv(graphKeyEnv); k != "" {
+			if !validGraphKey.MatchString(k) {
+				keyErr = fmt.Errorf("testenv: %s=%q is not a graph key", graphKeyEnv, k)
+			}
+			bedKey = k
+			return
 		}
-		h := sha256.New()
-		fmt.Fprintln(h, bedRecipe, KubernetesVersion, stagingVersion, EtcdVersion)
-		for _, m := range Controllers.Modules {
-			fmt.Fprintln(h, m.Path, m.Version)
-		}
-		for _, r := range reqs {
-			fmt.Fprintln(h, r.Path, r.Version)
-		}
-		bedKey = hex.EncodeToString(h.Sum(nil))[:10]
+		bedKey, keyErr = computeGraphKey()
 	})
-	return bedKey
+	return bedKey, keyErr
+}
+
+// computeGraphKey hashes what graphKey names. Its inputs and their order are the cache's
+// names on every machine: changing them rebuilds every program of the bed.
+func computeGraphKey() (string, error) {
+	reqs, err := projectRequires()
+	if err != nil {
+		return "", fmt.Errorf("%w (the test bed's cache key needs them)", err)
+	}
+	h := sha256.New()
+	fmt.Fprintln(h, bedRecipe, KubernetesVersion, stagingVersion, EtcdVersion)
+	for _, m := range Controllers.Modules {
+		fmt.Fprintln(h, m.Path, m.Version)
+	}
+	for _, r := range reqs {
+		fmt.Fprintln(h, r.Path, r.Version)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:10], nil
 }
 
 // newBedModule makes a throwaway build directory next to dir holding the bed module, resolved
@@ -204,7 +224,7 @@ func bedGoMod(ctx context.Context, goBin, work string, start time.Time) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	project, _, err := projectRequires()
+	project, err := projectRequires()
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unstick-dev/unstick"
 )
 
 // The test bed's programs are built in one module graph with the suite (bedmodule.go), so
@@ -18,9 +20,9 @@ import (
 // keeps every version unstick's go.mod asks for: this test resolves the bed's module as its
 // builds do and names each module a program of the bed needs newer than go.mod has it.
 func TestBedModuleKeepsTheProjectVersions(t *testing.T) {
-	reqs, gomod, err := projectRequires()
-	if err != nil || gomod == "" {
-		t.Fatalf("unstick's go.mod not found from the package directory (%v)", err)
+	reqs, err := projectRequires()
+	if err != nil {
+		t.Fatalf("reading unstick's go.mod: %v", err)
 	}
 	run, work, cleanup, err := newBedModule(t.Context(), filepath.Join(t.TempDir(), "bed"), time.Now())
 	if err != nil {
@@ -68,5 +70,31 @@ func TestBedModuleKeepsTheProjectVersions(t *testing.T) {
 	}
 	if shared < 50 {
 		t.Errorf("only %d of go.mod's requirements are in the test bed's graph; the bed module has lost them", shared)
+	}
+}
+
+// Every process of the bed computes one cache key: from the go.mod the program was built with,
+// not one found from its working directory. A process started outside the module (the
+// detached half of hack/testenv.sh start runs in the environment's directory) once computed
+// another key and built a second copy of every program.
+func TestBedModuleKeyIgnoresTheWorkingDirectory(t *testing.T) {
+	onDisk, err := filepath.Abs(filepath.Join("..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := readRequires(onDisk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	got, err := parseRequires([]byte(unstick.GoMod()))
+	if err != nil {
+		t.Fatalf("outside the module: %v", err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("outside the module the requirements are\n  %v\nwhere the repository's go.mod has\n  %v", got, want)
+	}
+	if len(want) < 50 {
+		t.Errorf("only %d requirements read from %s", len(want), onDisk)
 	}
 }

@@ -84,11 +84,7 @@ func binariesReady() bool {
 
 // BinaryDir is where the binaries of this version live.
 func BinaryDir() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("testenv: no user cache directory to keep kube-apiserver and etcd in: %w", err)
-	}
-	return filepath.Join(base, "unstick", "testenv", "k8s-"+KubernetesVersion+"-etcd-"+EtcdVersion+"-"+graphKey()), nil
+	return keyedDir("k8s-" + KubernetesVersion + "-etcd-" + EtcdVersion)
 }
 
 const stampFile = "complete"
@@ -162,6 +158,9 @@ func logf(format string, args ...any) {
 
 // build builds kube-apiserver and etcd in the test bed's module (bedmodule.go) next to dir.
 func build(ctx context.Context, dir string) error {
+	if err := refuseBuild("kube-apiserver and etcd", dir); err != nil {
+		return err
+	}
 	start := time.Now()
 	logf("building kube-apiserver %s and etcd %s into %s from the Go module proxy (first use only: about 8 minutes and 2.5 GiB of memory with cold Go caches)",
 		KubernetesVersion, EtcdVersion, dir)

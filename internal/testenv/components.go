@@ -110,11 +110,7 @@ var (
 
 // Dir is where the component's programs are kept.
 func (c Component) Dir() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("testenv: no user cache directory to keep %s in: %w", c.Name, err)
-	}
-	return filepath.Join(base, "unstick", "testenv", c.Name+"-"+c.Version+"-"+graphKey()), nil
+	return keyedDir(c.Name + "-" + c.Version)
 }
 
 // Build returns the paths of the component's programs by name, building them first if this
@@ -242,6 +238,9 @@ func (c Component) ldflags() string {
 }
 
 func (c Component) build(ctx context.Context, dir string) error {
+	if err := refuseBuild(c.Name, dir); err != nil {
+		return err
+	}
 	start := time.Now()
 	logf("building %s %s into %s from the Go module proxy (first use only; minutes with cold Go caches)", c.Name, c.Version, dir)
 	run, work, cleanup, err := newBedModule(ctx, dir, start)

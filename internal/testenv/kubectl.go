@@ -75,6 +75,9 @@ func buildKubectlLocked(ctx context.Context, dir string) error {
 // buildKubectl builds k8s.io/kubernetes/cmd/kubectl the way build makes kube-apiserver: in the
 // test bed's module (bedmodule.go), whose staging replaces include k8s.io/kubectl.
 func buildKubectl(ctx context.Context, dir string) error {
+	if err := refuseBuild("kubectl", dir); err != nil {
+		return err
+	}
 	start := time.Now()
 	logf("building kubectl %s into %s from the Go module proxy (first use only: a few minutes)", KubernetesVersion, dir)
 	run, work, cleanup, err := newBedModule(ctx, dir, start)
