@@ -127,9 +127,7 @@ func buildLocked(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("testenv: creating cache directory: %w", err)
 	}
-	unlock, err := lockFile(ctx, dir+".lock", func() {
-		logf("another process is building kube-apiserver and etcd into %s; waiting for it", dir)
-	})
+	unlock, err := buildLock(ctx, dir+".lock", "kube-apiserver and etcd", dir)
 	if err != nil {
 		return fmt.Errorf("testenv: locking %s.lock: %w", dir, err)
 	}

@@ -143,9 +143,7 @@ func (c Component) Build(ctx context.Context) (map[string]string, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("testenv: creating cache directory: %w", err)
 	}
-	unlock, err := lockFile(ctx, dir+".lock", func() {
-		logf("another process is building %s into %s; waiting for it", c.Name, dir)
-	})
+	unlock, err := buildLock(ctx, dir+".lock", c.Name, dir)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: locking %s.lock: %w", dir, err)
 	}

@@ -59,9 +59,7 @@ func buildKubectlLocked(ctx context.Context, dir string) error {
 		return fmt.Errorf("testenv: creating cache directory: %w", err)
 	}
 	lock := dir + ".kubectl.lock"
-	unlock, err := lockFile(ctx, lock, func() {
-		logf("another process is building kubectl into %s; waiting for it", dir)
-	})
+	unlock, err := buildLock(ctx, lock, "kubectl", dir)
 	if err != nil {
 		return fmt.Errorf("testenv: locking %s: %w", lock, err)
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 // lockFile falls back to an O_EXCL lock file where flock does not exist. A crashed holder
-// leaves the file behind; it is taken over after an hour.
-func lockFile(ctx context.Context, path string, waiting func()) (unlock func(), err error) {
+// leaves the file behind; it is taken over after an hour. The holder's PID is not known.
+func lockFile(ctx context.Context, path string, waiting func(holder int)) (unlock func(), err error) {
 	told := false
 	for {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
@@ -27,7 +27,7 @@ func lockFile(ctx context.Context, path string, waiting func()) (unlock func(), 
 			continue
 		}
 		if !told && waiting != nil {
-			waiting()
+			waiting(0)
 			told = true
 		}
 		select {

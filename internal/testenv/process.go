@@ -26,7 +26,7 @@ const (
 )
 
 // created lists what StartProcess puts in the directory, for Stop to remove.
-var created = []string{Kubeconfig, KubeconfigDirect, LogsDir, PIDFile, readyFile, "etcd", "pki", "bin", "testenv.log", lockName}
+var created = []string{Kubeconfig, KubeconfigDirect, LogsDir, PIDFile, readyFile, "etcd", "pki", "bin", "testenv.log", waitName, lockName}
 
 // StartProcess runs an environment outside a test, owned by the calling process (which
 // should stay alive until it calls Stop on the Env, or until another process calls Stop(dir)

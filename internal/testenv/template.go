@@ -97,7 +97,7 @@ func etcdTemplate(ctx context.Context, key string, opts []Option) (string, error
 		return "", fmt.Errorf("testenv: %w", err)
 	}
 	if !templateMade(dir) {
-		unlock, err := lockFile(ctx, dir+".lock", func() {
+		unlock, err := lockFile(ctx, dir+".lock", func(int) {
 			logf("another process is making the etcd template %s; waiting for it", dir)
 		})
 		if err != nil {

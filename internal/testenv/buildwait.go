@@ -1,0 +1,76 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A start's timeout measures the start, not the builds it waits for. The process Detach starts
+// tells it, through files in a directory named by waitDirEnv, what build it is waiting for or
+// making; Detach does not count that time (on a fresh machine another process's build of
+// kube-apiserver and etcd takes minutes).
+
+// waitDirEnv names the directory; each wait is one file in it, holding what is awaited.
+const waitDirEnv = "UNSTICK_TESTENV_WAIT_DIR"
+
+// waitName is that directory, inside the environment's.
+const waitName = "testenv.waiting"
+
+// buildLock takes the lock at lockPath for building what into dir. While this process waits
+// for it, and until unlock, the wait directory says so and the log names the holder's PID.
+func buildLock(ctx context.Context, lockPath, what, dir string) (unlock func(), err error) {
+	var done []func()
+	release := func() {
+		for _, f := range done {
+			f()
+		}
+	}
+	unlockFile, err := lockFile(ctx, lockPath, func(holder int) {
+		by := "another process"
+		if holder > 0 {
+			by = fmt.Sprintf("another process (pid %d)", holder)
+		}
+		logf("%s is building %s into %s; waiting for it", by, what, dir)
+		done = append(done, startWaiting("waiting for "+by+" to build "+what))
+	})
+	if err != nil {
+		release()
+		return nil, err
+	}
+	done = append(done, startWaiting("building "+what))
+	return func() { unlockFile(); release() }, nil
+}
+
+// startWaiting records a wait in the wait directory, if this process has one, and returns the
+// function ending it.
+func startWaiting(what string) (done func()) {
+	dir := os.Getenv(waitDirEnv)
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.CreateTemp(dir, "wait-")
+	if err != nil {
+		return func() {}
+	}
+	_, _ = f.WriteString(what)
+	_ = f.Close()
+	return func() { _ = os.Remove(f.Name()) }
+}
+
+// waitingFor lists the waits recorded in dir, or nothing.
+func waitingFor(dir string) []string {
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err == nil && len(b) > 0 && len(b) < 1024 {
+			out = append(out, strings.TrimSpace(string(b)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
