@@ -9,10 +9,16 @@ import (
 )
 
 // guardedPaths returns links to the current executable standing in for apiserver and etcd
-// (see the guard package).
+// (see the guard package). An executable no longer on disk gets no links: the first `go run`
+// of a program runs it from a temporary directory that go removes when it exits, and a link to
+// it would fail with "fork/exec …/bin/etcd: no such file or directory".
 func guardedPaths(dir, apiserver, etcd string) (string, string, error) {
 	self, err := os.Executable()
+	if err == nil {
+		_, err = os.Stat(self)
+	}
 	if err != nil {
+		logf("kube-apiserver and etcd run without the orphan guard: %v", err)
 		return apiserver, etcd, nil // no guard, but still a working environment
 	}
 	binDir := filepath.Join(dir, "bin")

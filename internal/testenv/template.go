@@ -87,28 +87,18 @@ func etcdTemplate(ctx context.Context, key string, opts []Option) (string, error
 	if d, ok := templateReady[key]; ok {
 		return d, nil
 	}
-	base, err := os.UserCacheDir()
+	cache, err := cacheDir()
 	if err != nil {
-		return "", fmt.Errorf("testenv: no user cache directory to keep the etcd template in: %w", err)
+		return "", err
 	}
-	root := filepath.Join(base, "unstick", "testenv", "etcd-templates")
+	root := filepath.Join(cache, "etcd-templates")
 	dir := filepath.Join(root, key)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("testenv: %w", err)
 	}
 	if !templateMade(dir) {
-		unlock, err := lockFile(ctx, dir+".lock", func(int) {
-			logf("another process is making the etcd template %s; waiting for it", dir)
-		})
-		if err != nil {
-			return "", fmt.Errorf("testenv: locking %s.lock: %w", dir, err)
-		}
-		defer unlock()
-		if !templateMade(dir) {
-			removeStaleTemplates(root)
-			if err := makeTemplate(ctx, root, dir, opts); err != nil {
-				return "", err
-			}
+		if err := makeTemplateLocked(ctx, root, dir, opts); err != nil {
+			return "", err
 		}
 	}
 	now := time.Now()
@@ -117,11 +107,39 @@ func etcdTemplate(ctx context.Context, key string, opts []Option) (string, error
 	return templateReady[key], nil
 }
 
+// templateMade reports whether dir is a whole template. One is only ever published whole
+// (publishTemplate), so a directory without its stamp is one an older version left half made.
 func templateMade(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, templateStamp))
-	return err == nil
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(dir, "etcd", "member"))
+	return err == nil && fi.IsDir()
 }
 
+// makeTemplateLocked makes the template under its file lock, unless another process made it
+// while this one waited: then that one is used.
+func makeTemplateLocked(ctx context.Context, root, dir string, opts []Option) error {
+	unlock, err := lockFile(ctx, dir+".lock", func(holder int) {
+		by := "another process"
+		if holder > 0 {
+			by = fmt.Sprintf("another process (pid %d)", holder)
+		}
+		logf("%s is making the etcd template %s; waiting for it", by, dir)
+	})
+	if err != nil {
+		return fmt.Errorf("testenv: locking %s.lock: %w", dir, err)
+	}
+	defer unlock()
+	if templateMade(dir) {
+		return nil
+	}
+	removeStaleTemplates(root, dir)
+	return makeTemplate(ctx, root, dir, opts)
+}
+
+// makeTemplate makes the template in a directory of its own and publishes it whole.
 func makeTemplate(ctx context.Context, root, dir string, opts []Option) error {
 	started := time.Now()
 	work, err := os.MkdirTemp(root, "making-")
@@ -148,18 +166,35 @@ func makeTemplate(ctx context.Context, root, dir string, opts []Option) error {
 	if err := e.Stop(); err != nil {
 		return fmt.Errorf("testenv: stopping the server that made the etcd template: %w", err)
 	}
-	_ = os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("testenv: %w", err)
-	}
-	if err := os.Rename(filepath.Join(work, "etcd"), filepath.Join(dir, "etcd")); err != nil {
-		return fmt.Errorf("testenv: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, templateStamp), []byte(started.UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("testenv: %w", err)
+	if err := publishTemplate(work, dir, started); err != nil {
+		return fmt.Errorf("testenv: publishing the etcd template: %w", err)
 	}
 	logf("made the etcd template %s in %s", dir, time.Since(started).Round(100*time.Millisecond))
 	return nil
+}
+
+// publishTemplate gives the data in work, with its stamp, the template's name in one rename:
+// no process ever sees part of it. Where a whole template already has the name (another
+// process made it without this one's lock), that one stays and is used.
+func publishTemplate(work, dir string, started time.Time) error {
+	staged := filepath.Join(work, "template")
+	if err := os.Mkdir(staged, 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(work, "etcd"), filepath.Join(staged, "etcd")); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(staged, templateStamp), []byte(started.UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(staged, dir); err == nil || templateMade(dir) {
+		return nil
+	}
+	// A directory an older version left half made, under the lock this process holds.
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.Rename(staged, dir)
 }
 
 // deleteNamespaces removes the Namespace objects from etcd, through etcd's JSON gateway to its
@@ -198,16 +233,27 @@ func deleteNamespaces(ctx context.Context, etcdURL string) error {
 var systemNamespaces = []string{"default", "kube-node-lease", "kube-public", "kube-system"}
 
 // removeStaleTemplates removes templates no process has used for a week (other binaries,
-// CRDs or flags) and directories a killed process left half made.
-func removeStaleTemplates(root string) {
+// CRDs or flags) and directories a killed process left half made; never keep, and never a
+// template whose lock another process holds.
+func removeStaleTemplates(root, keep string) {
 	ents, _ := os.ReadDir(root)
 	for _, d := range ents {
 		fi, err := d.Info()
-		if err != nil || !d.IsDir() || time.Since(fi.ModTime()) < 7*24*time.Hour {
+		p := filepath.Join(root, d.Name())
+		if err != nil || !d.IsDir() || p == keep || time.Since(fi.ModTime()) < 7*24*time.Hour {
 			continue
 		}
-		_ = os.RemoveAll(filepath.Join(root, d.Name()))
-		_ = os.Remove(filepath.Join(root, d.Name()+".lock"))
+		if strings.HasPrefix(d.Name(), "making-") {
+			_ = os.RemoveAll(p)
+			continue
+		}
+		unlock, ok, err := tryLock(p + ".lock")
+		if err != nil || !ok {
+			continue
+		}
+		_ = os.RemoveAll(p)
+		_ = os.Remove(p + ".lock")
+		unlock()
 	}
 }
 
