@@ -23,26 +23,21 @@ const waitName = "testenv.waiting"
 // buildLock takes the lock at lockPath for building what into dir. While this process waits
 // for it, and until unlock, the wait directory says so and the log names the holder's PID.
 func buildLock(ctx context.Context, lockPath, what, dir string) (unlock func(), err error) {
-	var done []func()
-	release := func() {
-		for _, f := range done {
-			f()
-		}
-	}
+	endWait := func() {}
 	unlockFile, err := lockFile(ctx, lockPath, func(holder int) {
 		by := "another process"
 		if holder > 0 {
 			by = fmt.Sprintf("another process (pid %d)", holder)
 		}
 		logf("%s is building %s into %s; waiting for it", by, what, dir)
-		done = append(done, startWaiting("waiting for "+by+" to build "+what))
+		endWait = startWaiting("waiting for " + by + " to build " + what)
 	})
+	endWait()
 	if err != nil {
-		release()
 		return nil, err
 	}
-	done = append(done, startWaiting("building "+what))
-	return func() { unlockFile(); release() }, nil
+	endBuild := startWaiting("building " + what)
+	return func() { unlockFile(); endBuild() }, nil
 }
 
 // startWaiting records a wait in the wait directory, if this process has one, and returns the

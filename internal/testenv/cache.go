@@ -47,7 +47,7 @@ func refuseBuild(what, dir string) error {
 	if os.Getenv(NoBuildEnv) != "1" {
 		return nil
 	}
-	return fmt.Errorf("testenv: %s is not built in %s and %s=1 forbids building it (a process computing another cache key builds a second copy)", what, dir, NoBuildEnv)
+	return fmt.Errorf("testenv: %s: not built in %s, and %s=1 forbids building (a process computing another cache key would build a second copy)", what, dir, NoBuildEnv)
 }
 
 // detachEnv is what a process passes to the one it detaches so that both use the same cache

@@ -42,16 +42,32 @@ func Detach(ctx context.Context, dir, logPath string, args []string, timeout tim
 			out, _ := os.ReadFile(logPath)
 			return 0, 0, fmt.Errorf("it did not start (%v):\n%s", err, out)
 		case <-ctx.Done():
-			_ = Stop(dir)
+			endDetached(dir, cmd, exited)
 			return 0, 0, ctx.Err()
 		case now := <-tick.C:
 			if ready() {
 				return cmd.Process.Pid, time.Since(began), nil
 			}
 			if w.expired(now) {
-				_ = Stop(dir)
+				endDetached(dir, cmd, exited)
 				return 0, 0, fmt.Errorf("it did not start within %s%s; see %s", timeout, w.excluded(), logPath)
 			}
+		}
+	}
+}
+
+// endDetached ends a process that did not start: Stop where it got as far as writing its PID
+// file, else its whole process group (a go build it runs, say), so no half-started
+// environment keeps running once this process has given up on it.
+func endDetached(dir string, cmd *exec.Cmd, exited <-chan error) {
+	_ = Stop(dir)
+	pgid := cmd.Process.Pid // Setsid: the process leads its own group
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		_ = syscall.Kill(-pgid, sig)
+		select {
+		case <-exited:
+			return
+		case <-time.After(15 * time.Second):
 		}
 	}
 }
