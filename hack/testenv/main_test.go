@@ -42,8 +42,12 @@ func TestStartOutsideTheModuleBuildsNothing(t *testing.T) {
 	cache := linkedCache(t)
 	dir := filepath.Join(t.TempDir(), "env")
 	outside := t.TempDir()
+	t.Cleanup(func() { _ = testenv.Stop(dir) })
 	runMain(t, cache, outside, "start", dir)
 	url := checkServing(t, dir)
+	if !answers(url) {
+		t.Fatalf("nothing answers at %s, the URL start reported", url)
+	}
 	if made := templates(t, cache); len(made) != 1 {
 		t.Errorf("etcd templates after one start from an empty template cache: %v, want one", made)
 	}
@@ -53,6 +57,9 @@ func TestStartOutsideTheModuleBuildsNothing(t *testing.T) {
 	}
 	if answers(url) {
 		t.Errorf("the server at %s still answers after stop", url)
+	}
+	if left, err := os.ReadDir(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stop left %s behind, holding %v", dir, left)
 	}
 }
 
