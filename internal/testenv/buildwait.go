@@ -25,10 +25,7 @@ const waitName = "testenv.waiting"
 func buildLock(ctx context.Context, lockPath, what, dir string) (unlock func(), err error) {
 	endWait := func() {}
 	unlockFile, err := lockFile(ctx, lockPath, func(holder int) {
-		by := "another process"
-		if holder > 0 {
-			by = fmt.Sprintf("another process (pid %d)", holder)
-		}
+		by := holderName(holder)
 		logf("%s is building %s into %s; waiting for it", by, what, dir)
 		endWait = startWaiting("waiting for " + by + " to build " + what)
 	})
@@ -38,6 +35,14 @@ func buildLock(ctx context.Context, lockPath, what, dir string) (unlock func(), 
 	}
 	endBuild := startWaiting("building " + what)
 	return func() { unlockFile(); endBuild() }, nil
+}
+
+// holderName names the process holding a lock, by its PID where the lock file gives it.
+func holderName(pid int) string {
+	if pid > 0 {
+		return fmt.Sprintf("another process (pid %d)", pid)
+	}
+	return "another process"
 }
 
 // startWaiting records a wait in the wait directory, if this process has one, and returns the

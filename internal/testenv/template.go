@@ -122,11 +122,7 @@ func templateMade(dir string) bool {
 // while this one waited: then that one is used.
 func makeTemplateLocked(ctx context.Context, root, dir string, opts []Option) error {
 	unlock, err := lockFile(ctx, dir+".lock", func(holder int) {
-		by := "another process"
-		if holder > 0 {
-			by = fmt.Sprintf("another process (pid %d)", holder)
-		}
-		logf("%s is making the etcd template %s; waiting for it", by, dir)
+		logf("%s is making the etcd template %s; waiting for it", holderName(holder), dir)
 	})
 	if err != nil {
 		return fmt.Errorf("testenv: locking %s.lock: %w", dir, err)
