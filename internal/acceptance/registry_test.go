@@ -188,9 +188,8 @@ func TestPreflightAgainstDistributionRegistry(t *testing.T) {
 		Verdict  string `json:"verdict"`
 		Registry string `json:"registry"`
 		Blocking []struct {
-			ID      string `json:"id"`
-			Summary string `json:"summary"`
-			Object  struct{ Kind, Name string }
+			RootCause blockingFinding   `json:"rootCause"`
+			Symptoms  []blockingFinding `json:"symptoms"`
 		} `json:"blocking"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -200,7 +199,11 @@ func TestPreflightAgainstDistributionRegistry(t *testing.T) {
 		t.Errorf("verdict %q registry %q, want no-go, checked", res.Verdict, res.Registry)
 	}
 	var sawMissing, sawArch bool
-	for _, f := range res.Blocking {
+	var found []blockingFinding
+	for _, b := range res.Blocking {
+		found = append(append(found, b.RootCause), b.Symptoms...)
+	}
+	for _, f := range found {
 		switch {
 		case f.ID == "suc/image-missing" && strings.Contains(f.Summary, missing):
 			sawMissing = true
@@ -372,3 +375,10 @@ data:
   SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE: %s
   SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS: "900"
 `
+
+// blockingFinding is a finding of a blocking incident in `unstick preflight -o json`.
+type blockingFinding struct {
+	ID      string `json:"id"`
+	Summary string `json:"summary"`
+	Object  struct{ Kind, Name string }
+}
