@@ -66,8 +66,10 @@ func Judge(s *snapshot.Snapshot, o Options) Result {
 	kept, keptExtra := keep(o.Filter, res.Findings), keep(o.Filter, extra)
 	filtered := len(res.Findings) + len(extra) - len(kept) - len(keptExtra)
 	hiddenOn := map[string]int{}
-	for _, f := range append(res.Findings, extra...) {
-		hiddenOn[f.Cluster]++
+	for _, fs := range [][]finding.Finding{res.Findings, extra} {
+		for _, f := range fs {
+			hiddenOn[f.Cluster]++
+		}
 	}
 	incidents, fs := check.GroupApart(ctx, kept, keptExtra)
 	var sup config.Suppressed
