@@ -83,15 +83,19 @@ data:
 	var res struct {
 		Verdict  string `json:"verdict"`
 		Blocking []struct {
-			ID, Summary string
+			RootCause blockingFinding   `json:"rootCause"`
+			Symptoms  []blockingFinding `json:"symptoms"`
 		} `json:"blocking"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
-	for _, f := range res.Blocking {
-		ids = append(ids, f.ID)
+	for _, b := range res.Blocking {
+		ids = append(ids, b.RootCause.ID)
+		for _, f := range b.Symptoms {
+			ids = append(ids, f.ID)
+		}
 	}
 	joined := strings.Join(ids, " ")
 	if res.Verdict != "no-go" || !strings.Contains(joined, "suc/image-missing") || !strings.Contains(joined, "suc/image-arch") {

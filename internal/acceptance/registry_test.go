@@ -167,13 +167,14 @@ func TestPreflightAgainstDistributionRegistry(t *testing.T) {
 	bundle := writeBundle(t, host)
 	missing, arch := host+"/rancher/kubectl:v1.29.9", host+"/rancher/kubectl:v1.30.3"
 
-	// Table: the verdict and the two findings, with the arm64 nodes named.
+	// Table: the verdict and the Plan's incident, its root cause with the arm64 nodes named and
+	// the missing image among its symptoms (the JSON below quotes the missing reference).
 	out, stderr, code := run(t, "preflight", "--from", bundle, "--insecure-registry", host)
 	t.Logf("preflight:\n%s", out)
 	if code != cli.ExitFindings {
 		t.Fatalf("exit %d, want %d (no-go)\nstdout:\n%s\nstderr:\n%s", code, cli.ExitFindings, out, stderr)
 	}
-	for _, want := range []string{"NO-GO", "suc/image-missing", missing, "suc/image-arch", arch, "linux/arm64", "edge-arm-1", "edge-arm-2"} {
+	for _, want := range []string{"NO-GO", "suc/image-missing", "suc/image-arch", arch, "linux/arm64", "edge-arm-1", "edge-arm-2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("preflight output lacks %q:\n%s", want, out)
 		}
@@ -188,9 +189,8 @@ func TestPreflightAgainstDistributionRegistry(t *testing.T) {
 		Verdict  string `json:"verdict"`
 		Registry string `json:"registry"`
 		Blocking []struct {
-			ID      string `json:"id"`
-			Summary string `json:"summary"`
-			Object  struct{ Kind, Name string }
+			RootCause blockingFinding   `json:"rootCause"`
+			Symptoms  []blockingFinding `json:"symptoms"`
 		} `json:"blocking"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -200,7 +200,11 @@ func TestPreflightAgainstDistributionRegistry(t *testing.T) {
 		t.Errorf("verdict %q registry %q, want no-go, checked", res.Verdict, res.Registry)
 	}
 	var sawMissing, sawArch bool
-	for _, f := range res.Blocking {
+	var found []blockingFinding
+	for _, b := range res.Blocking {
+		found = append(append(found, b.RootCause), b.Symptoms...)
+	}
+	for _, f := range found {
 		switch {
 		case f.ID == "suc/image-missing" && strings.Contains(f.Summary, missing):
 			sawMissing = true
@@ -372,3 +376,10 @@ data:
   SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE: %s
   SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS: "900"
 `
+
+// blockingFinding is a finding of a blocking incident in `unstick preflight -o json`.
+type blockingFinding struct {
+	ID      string `json:"id"`
+	Summary string `json:"summary"`
+	Object  struct{ Kind, Name string }
+}

@@ -53,12 +53,34 @@ func Group(ctx *Context, fs []finding.Finding) ([]finding.Incident, []finding.Fi
 		incidents = append(incidents, finding.NewIncident(g[0], append([]finding.Finding{}, g[1:]...)))
 	}
 	incidents, fs = ctx.fleetwide(incidents, fs)
+	ctx.sortIncidents(incidents)
+	return incidents, fs
+}
+
+// GroupApart groups base as Group does and extra apart from it: no finding of extra joins,
+// or changes the root cause of, an incident of base; extra's findings form incidents of their
+// own. A preflight keeps the findings only it reports apart from those scan reports this way.
+func GroupApart(ctx *Context, base, extra []finding.Finding) ([]finding.Incident, []finding.Finding) {
+	incidents, fs := Group(ctx, base)
+	if len(extra) == 0 {
+		return incidents, fs
+	}
+	more, extraFs := Group(ctx, extra)
+	incidents, fs = append(incidents, more...), append(fs, extraFs...)
+	SortFindings(fs)
+	ctx.sortIncidents(incidents)
+	return incidents, fs
+}
+
+// sortIncidents orders incidents worst first, then by the catalogue rank of their root cause,
+// its cluster and object.
+func (c *Context) sortIncidents(incidents []finding.Incident) {
 	sort.SliceStable(incidents, func(i, j int) bool {
 		a, b := incidents[i].RootCause, incidents[j].RootCause
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
 		}
-		if ra, rb := ctx.rank(a.ID), ctx.rank(b.ID); ra != rb {
+		if ra, rb := c.rank(a.ID), c.rank(b.ID); ra != rb {
 			return ra > rb
 		}
 		if a.Cluster != b.Cluster {
@@ -66,7 +88,6 @@ func Group(ctx *Context, fs []finding.Finding) ([]finding.Incident, []finding.Fi
 		}
 		return a.Object.String() < b.Object.String()
 	})
-	return incidents, fs
 }
 
 func (c *Context) rank(id string) int {

@@ -68,17 +68,21 @@ cluster's API gate is judged against it instead of its Plans' or Rancher's versi
 alone (--target-version v1.32) is enough for the API gate; the Plans' images are then checked
 at the version each Plan names.
 
-Each blocker is printed with its fix commands, aimed at its cluster with --context.
+Each blocker is an incident as scan reports it: its root cause first, its symptoms, and one fix,
+the incident's next safe step as scan prints it, aimed at its cluster with --context.
 
 Images are checked against their registries (HEAD requests, no layer downloads) with the docker
 config credentials and, live, the workloads' imagePullSecrets; --offline-registry judges them by
 events and logs only.
 
-Every finding scan reports is judged: a critical or error incident scan shows (an upgrade
-already stuck) blocks as much as a missing image. Blockers are marked "gate" when the catalogue
-lists their ID as an upgrade gate (` + "`unstick explain`" + ` shows it), "stuck" otherwise.
+Every incident scan reports is judged: a critical or error incident scan shows (an upgrade
+already stuck) blocks as much as a missing image. What only a preflight reports (a configuration
+risk not yet biting, a drain that would block) forms incidents of its own and never changes
+one scan reports. Blockers are marked "gate" when the catalogue lists their root cause's ID as
+an upgrade gate (` + "`unstick explain`" + ` shows it) or only a preflight reports them, "stuck"
+otherwise.
 
-Exit codes: 0 go; 3 no-go (a finding at or above --fail-on, or an upgrade image that is
+Exit codes: 0 go; 3 no-go (an incident at or above --fail-on, or an upgrade image that is
 missing or lacks a node's platform);
 ` + exitIncompleteHelp + `; 1 unstick failed, or the input
 held no Kubernetes object; 2 usage error.`,
@@ -160,13 +164,16 @@ func (o *preflightOptions) validate() error {
 
 // preflightResult is the verdict and what it rests on; its JSON is `unstick preflight -o json`.
 type preflightResult struct {
-	SchemaVersion string            `json:"schemaVersion"`
-	Verdict       string            `json:"verdict"` // "go" or "no-go"
-	FailOn        string            `json:"failOn"`
-	TargetVersion string            `json:"targetVersion,omitempty"`
-	Registry      string            `json:"registry"` // "checked" or "offline"
-	Blocking      []blocker         `json:"blocking"`
-	Warnings      []finding.Finding `json:"warnings"`
+	SchemaVersion string `json:"schemaVersion"`
+	Verdict       string `json:"verdict"` // "go", "no-go" or "incomplete"
+	FailOn        string `json:"failOn"`
+	TargetVersion string `json:"targetVersion,omitempty"`
+	Registry      string `json:"registry"` // "checked" or "offline"
+	// Blocking are the report's incidents whose worst finding is at or above FailOn, root
+	// cause first, as the report orders them.
+	Blocking []blocker `json:"blocking"`
+	// Warnings are the findings of the incidents that do not block.
+	Warnings []finding.Finding `json:"warnings"`
 	// BlockingImages are upgrade images that are missing or lack a node platform, whether or
 	// not a finding names them (an agent image, say).
 	BlockingImages []imageRow `json:"blockingImages"`
@@ -222,35 +229,63 @@ func (o *preflightOptions) run(ctx context.Context) error {
 // a gate never says go on a partial read.
 const verdictIncomplete = "incomplete"
 
-// judgePreflight sorts a judged report into go/no-go: every finding at or above failOn
-// blocks (scan's incidents included), and so does an upgrade image that is missing or lacks
-// a node's platform that no blocking finding already names.
+// preflightSchemaVersion versions `unstick preflight -o json`: 2 lists blocking incidents,
+// 1 listed blocking findings.
+const preflightSchemaVersion = "2"
+
+// judgePreflight sorts a judged report into go/no-go: every incident whose worst finding is at
+// or above failOn blocks (scan's incidents and those only a preflight reports), and so does an
+// upgrade image that is missing or lacks a node's platform that no blocking incident names.
 func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog, failOn finding.Severity, target string, offline bool) *preflightResult {
-	res := &preflightResult{SchemaVersion: "1", FailOn: failOn.String(), TargetVersion: target, Registry: "checked", Report: rep,
+	res := &preflightResult{SchemaVersion: preflightSchemaVersion, FailOn: failOn.String(), TargetVersion: target, Registry: "checked", Report: rep,
 		Blocking: []blocker{}, Warnings: []finding.Finding{}, BlockingImages: []imageRow{}, Unverified: []imageRow{}}
 	if offline {
 		res.Registry = "offline"
 	}
-	for _, f := range rep.Findings {
-		if f.Severity >= failOn {
-			kind := "stuck"
-			if e, ok := cat.Get(f.ID); ok && e.Preflight {
-				kind = "gate"
-			}
-			res.Blocking = append(res.Blocking, blocker{Finding: f, Kind: kind})
-		} else {
-			res.Warnings = append(res.Warnings, f)
+	named := map[string]bool{} // image keys a blocking incident already names
+	for _, inc := range rep.Incidents {
+		if inc.Worst() < failOn {
+			res.Warnings = append(res.Warnings, members(inc)...)
+			continue
 		}
-	}
-	res.Images = imageRows(in)
-	named := map[string]bool{} // image keys a blocking finding already names
-	for _, f := range rep.Findings {
-		if f.Severity >= failOn {
+		res.Blocking = append(res.Blocking, blocker{Incident: inc, Kind: blockKind(inc, cat)})
+		for _, f := range members(inc) {
 			for _, k := range f.Keys {
 				named[k] = true
 			}
 		}
 	}
+	check.SortFindings(res.Warnings)
+	res.Images = imageRows(in)
+	sortImages(res, named, offline)
+	switch {
+	case len(res.Blocking) > 0 || len(res.BlockingImages) > 0:
+		res.Verdict = "no-go"
+	case rep.Verdict == report.VerdictIncomplete || len(res.Unverified) > 0:
+		res.Verdict = verdictIncomplete
+	default:
+		res.Verdict = "go"
+	}
+	return res
+}
+
+// members are an incident's findings, root cause first.
+func members(inc finding.Incident) []finding.Finding {
+	return append([]finding.Finding{inc.RootCause}, inc.Symptoms...)
+}
+
+// blockKind is "gate" for an incident whose root cause the catalogue lists as an upgrade gate,
+// or that only a preflight reports, and "stuck" for an upgrade already stuck.
+func blockKind(inc finding.Incident, cat *catalog.Catalog) string {
+	if e, ok := cat.Get(inc.RootCause.ID); ok && e.Preflight || inc.RootCause.PreflightOnly {
+		return "gate"
+	}
+	return "stuck"
+}
+
+// sortImages adds to res the upgrade images that block although no blocking incident names
+// them, and those no registry answered for; and counts the checked and unchecked references.
+func sortImages(res *preflightResult, named map[string]bool, offline bool) {
 	for _, r := range res.Images {
 		switch {
 		case r.blocking():
@@ -270,15 +305,6 @@ func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog,
 			res.ImagesUnchecked++
 		}
 	}
-	switch {
-	case len(res.Blocking) > 0 || len(res.BlockingImages) > 0:
-		res.Verdict = "no-go"
-	case rep.Verdict == report.VerdictIncomplete || len(res.Unverified) > 0:
-		res.Verdict = verdictIncomplete
-	default:
-		res.Verdict = "go"
-	}
-	return res
 }
 
 // gaps says why a preflight is incomplete: what the report could not read, and the images
@@ -292,10 +318,12 @@ func (r *preflightResult) gaps() []string {
 	return out
 }
 
-// blocker is a finding that stops an upgrade, marked gate (an upgrade-readiness check of
-// the catalogue) or stuck (an upgrade already stuck, as scan reports it).
+// blocker is an incident that stops an upgrade, marked gate (its root cause is an
+// upgrade-readiness check of the catalogue, or only a preflight reports it) or stuck (an
+// upgrade already stuck, as scan reports it). Its JSON is the incident's (rootCause,
+// symptoms, clusters, nextStep) with "blocks".
 type blocker struct {
-	finding.Finding
+	finding.Incident
 	Kind string `json:"blocks"`
 }
 
@@ -319,14 +347,8 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 	}
 	if len(r.Blocking) > 0 || len(r.BlockingImages) > 0 {
 		fmt.Fprintln(w, "\nBLOCKING")
-		for _, f := range r.Blocking {
-			fmt.Fprintf(w, "  %-8s %-5s %s [%s] %s\n", strings.ToUpper(f.Severity.String()), f.Kind, f.ID, line(whereLabel(f.Finding)), line(f.Summary))
-			if st := fixStep(f.Finding); st != nil {
-				fmt.Fprintf(w, "           fix (%s, risk %s):\n", st.Rung, st.Risk)
-				for _, c := range st.Commands {
-					fmt.Fprintf(w, "             $ %s\n", line(c))
-				}
-			}
+		for _, b := range r.Blocking {
+			writeBlocker(w, b)
 		}
 		for _, row := range r.BlockingImages {
 			fmt.Fprintf(w, "  %-8s %-5s image %s %s; used by %s\n", "IMAGE", "gate", line(row.Ref), line(row.problem()), line(strings.Join(row.usedBy(), "; ")))
@@ -385,14 +407,31 @@ func whereLabel(f finding.Finding) string {
 	return f.Cluster
 }
 
-// fixStep is the first rung of a blocker's ladder that changes something and names commands:
-// what preflight prints under the blocker, aimed at its cluster (the full ladder is in scan and
-// explain).
-func fixStep(f finding.Finding) *finding.Step {
-	for i, st := range f.Remediation {
-		if st.Rung != "observe" && len(st.Commands) > 0 {
-			return &f.Remediation[i]
+// writeBlocker writes one blocking incident: its root cause, its symptoms on one line (ID and
+// where), and its one fix, the incident's next safe step with its notes.
+func writeBlocker(w io.Writer, b blocker) {
+	line, rc := textsafe.Line, b.RootCause
+	fmt.Fprintf(w, "  %-8s %-5s %s [%s] %s\n", strings.ToUpper(b.Worst().String()), b.Kind, rc.ID, line(whereLabel(rc)), line(rc.Summary))
+	if len(b.Symptoms) > 0 {
+		var ss []string
+		for _, f := range b.Symptoms {
+			ss = append(ss, f.ID+" ["+whereLabel(f)+"]")
 		}
+		fmt.Fprintf(w, "           symptoms: %s\n", line(strings.Join(ss, ", ")))
 	}
-	return nil
+	st := b.NextStep
+	if st == nil {
+		return
+	}
+	risk := ""
+	if st.Risk != "" {
+		risk = ", risk " + st.Risk
+	}
+	fmt.Fprintf(w, "           fix (%s%s): %s\n", st.Rung, risk, line(st.Action))
+	for _, c := range st.Commands {
+		fmt.Fprintf(w, "             $ %s\n", line(c))
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintf(w, "             (%s)\n", line(n))
+	}
 }

@@ -283,35 +283,28 @@ func TestPreflightBlocksOnEveryScanIncident(t *testing.T) {
 		t.Fatalf("preflight exit %d: %s", code, errOut)
 	}
 	var pf struct {
-		Verdict  string        `json:"verdict"`
-		Blocking []jsonFinding `json:"blocking"`
-	}
-	if err := json.Unmarshal([]byte(out), &pf); err != nil {
-		t.Fatal(err)
-	}
-	// Each blocker says whether the catalogue calls its ID an upgrade gate.
-	var kinds struct {
+		Verdict  string `json:"verdict"`
 		Blocking []struct {
-			ID     string `json:"id"`
-			Blocks string `json:"blocks"`
+			RootCause jsonFinding `json:"rootCause"`
+			Blocks    string      `json:"blocks"`
 		} `json:"blocking"`
 	}
-	if err := json.Unmarshal([]byte(out), &kinds); err != nil {
+	if err := json.Unmarshal([]byte(out), &pf); err != nil {
 		t.Fatal(err)
 	}
 	cat, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range kinds.Blocking {
-		e, _ := cat.Get(b.ID)
-		if want := map[bool]string{true: "gate", false: "stuck"}[e != nil && e.Preflight]; b.Blocks != want {
-			t.Errorf("blocker %s marked %q, want %q (catalogue preflight attribute)", b.ID, b.Blocks, want)
-		}
-	}
+	// Each blocker says whether the catalogue calls its root cause an upgrade gate.
 	blocks := map[string]bool{}
 	for _, b := range pf.Blocking {
-		blocks[b.ID+"|"+b.Cluster+"|"+b.Affects] = true
+		rc := b.RootCause
+		e, _ := cat.Get(rc.ID)
+		if want := map[bool]string{true: "gate", false: "stuck"}[e != nil && e.Preflight]; b.Blocks != want {
+			t.Errorf("blocker %s marked %q, want %q (catalogue preflight attribute)", rc.ID, b.Blocks, want)
+		}
+		blocks[rc.ID+"|"+rc.Cluster+"|"+rc.Affects] = true
 	}
 	n := 0
 	for _, inc := range full.Incidents {

@@ -145,7 +145,8 @@ func (r helmRecord) secretObject(t *testing.T) *corev1.Secret {
 
 // printedCommands are the commands an output prints, found where each format puts them:
 // the table's "$ " lines under a next safe step, Markdown's sh blocks, the fix plan's
-// kubectl:/helm:/command: lines, and every "commands" list of a JSON document.
+// kubectl:/helm:/command: lines and the "$ " lines of its guided steps, and every "commands"
+// list of a JSON document.
 func printedCommands(t *testing.T, what, out string) []string {
 	t.Helper()
 	var re *regexp.Regexp
@@ -155,7 +156,7 @@ func printedCommands(t *testing.T, what, out string) []string {
 	case "preflight":
 		re = regexp.MustCompile(`(?m)^             \$ (.*)$`)
 	case "fix -o table":
-		re = regexp.MustCompile(`(?m)^     (?:kubectl|helm|command): +(.*)$`)
+		re = regexp.MustCompile(`(?m)^(?:     (?:kubectl|helm|command): +| +\$ )(.*)$`)
 	case "scan -o markdown":
 		var out2 []string
 		for _, c := range markdownCommands(out) {

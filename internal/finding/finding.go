@@ -103,6 +103,10 @@ type Finding struct {
 	Vars map[string]string `json:"-"`
 	// Affects names the downstream cluster a management-side finding is about.
 	Affects string `json:"affects,omitempty"`
+	// PreflightOnly marks a finding only a preflight reports (a configuration risk not yet
+	// biting, a drain that would block): scan does not report it, and it never joins an
+	// incident scan reports.
+	PreflightOnly bool `json:"preflightOnly,omitempty"`
 }
 
 // Incident groups the findings of one stuck upgrade, root cause first.

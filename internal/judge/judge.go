@@ -7,6 +7,7 @@ package judge
 import (
 	"fmt"
 	"github.com/unstick-dev/unstick/internal/plural"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -61,19 +62,16 @@ func Judge(s *snapshot.Snapshot, o Options) Result {
 	now, src, warnings := evaluationTime(s, o)
 	ctx := &check.Context{Snap: s, Now: now, Thresholds: o.Thresholds, Catalog: o.Catalog, Images: o.Images,
 		TargetVersion: o.TargetVersion, Preflight: o.Preflight}
-	res := check.Run(ctx, check.All())
-	kept := make([]finding.Finding, 0, len(res.Findings))
-	for _, f := range res.Findings {
-		if o.Filter.Keep(f) {
-			kept = append(kept, f)
+	res, extra := evaluate(ctx)
+	kept, keptExtra := keep(o.Filter, res.Findings), keep(o.Filter, extra)
+	filtered := len(res.Findings) + len(extra) - len(kept) - len(keptExtra)
+	hiddenOn := map[string]int{}
+	for _, fs := range [][]finding.Finding{res.Findings, extra} {
+		for _, f := range fs {
+			hiddenOn[f.Cluster]++
 		}
 	}
-	filtered := len(res.Findings) - len(kept)
-	hiddenOn := map[string]int{}
-	for _, f := range res.Findings {
-		hiddenOn[f.Cluster]++
-	}
-	incidents, fs := check.Group(ctx, kept)
+	incidents, fs := check.GroupApart(ctx, kept, keptExtra)
 	var sup config.Suppressed
 	if o.Config != nil {
 		o.Config.OverrideSeverities(incidents, fs)
@@ -98,6 +96,53 @@ func Judge(s *snapshot.Snapshot, o Options) Result {
 	}
 	rep.SetVerdict(o.FailOn)
 	return Result{Report: rep, Suppressed: sup}
+}
+
+// evaluate runs every check. A preflight runs them as scan does too, and returns apart the
+// findings only a preflight reports (a configuration risk not yet biting, a drain that would
+// block): they form incidents of their own, so a preflight lists every incident scan reports,
+// with the same root cause and clusters, and its own besides.
+func evaluate(ctx *check.Context) (check.Result, []finding.Finding) {
+	if !ctx.Preflight {
+		return check.Run(ctx, check.All()), nil
+	}
+	scanCtx := *ctx
+	scanCtx.Preflight = false
+	res := check.Run(&scanCtx, check.All())
+	pre := check.Run(ctx, check.All())
+	seen := map[string]bool{}
+	for _, f := range res.Findings {
+		seen[findingKey(f)] = true
+	}
+	var extra []finding.Finding
+	for _, f := range pre.Findings {
+		if !seen[findingKey(f)] {
+			f.PreflightOnly = true
+			extra = append(extra, f)
+		}
+	}
+	for _, e := range pre.Errors {
+		if !slices.Contains(res.Errors, e) {
+			res.Errors = append(res.Errors, e)
+		}
+	}
+	return res, extra
+}
+
+// findingKey identifies a finding across two runs of the checks: its ID, where it was read and
+// what it is about. Where both runs report it, scan's wording is kept.
+func findingKey(f finding.Finding) string {
+	return strings.Join([]string{f.ID, f.Cluster, f.Affects, f.Object.String()}, "\x00")
+}
+
+func keep(filter check.Filter, fs []finding.Finding) []finding.Finding {
+	kept := make([]finding.Finding, 0, len(fs))
+	for _, f := range fs {
+		if filter.Keep(f) {
+			kept = append(kept, f)
+		}
+	}
+	return kept
 }
 
 // evaluationTime is --now, else the collection time, else the wall clock, with what the

@@ -329,16 +329,28 @@ func (a Attempt) Mutating() bool {
 // IncidentPlan is the ladder for one incident, lowest risk first. The executor stops at the
 // first mutating attempt that verifies.
 type IncidentPlan struct {
-	ID        string    `json:"id"`
-	RootCause Reason    `json:"rootCause"`
-	Symptoms  []Reason  `json:"symptoms,omitempty"`
-	Attempts  []Attempt `json:"attempts"`
+	ID        string   `json:"id"`
+	RootCause Reason   `json:"rootCause"`
+	Symptoms  []Reason `json:"symptoms,omitempty"`
+	// Clusters are the clusters the incident affects (finding.Incident.Clusters).
+	Clusters []string `json:"clusters"`
+	// NextStep is the incident's next safe step as scan prints it (finding.Incident.NextStep):
+	// its words and notes are shown with the attempt of the same rung.
+	NextStep *finding.Step `json:"nextStep,omitempty"`
+	Attempts []Attempt     `json:"attempts"`
 }
 
-// Manual is a finding with no automatic step: the operator follows its catalogue entry.
+// Manual is an incident with no automatic step: the operator takes its next safe step, as
+// scan prints it, by hand.
 type Manual struct {
 	Finding Reason `json:"finding"`
-	Hint    string `json:"hint"`
+	// Hint is what the rule says the operator should do instead, where it says something of
+	// its own; otherwise that unstick takes no step here.
+	Hint string `json:"hint"`
+	// Clusters are the clusters the incident affects (finding.Incident.Clusters).
+	Clusters []string `json:"clusters"`
+	// NextStep is the incident's next safe step, filled in as scan prints it.
+	NextStep *finding.Step `json:"nextStep,omitempty"`
 }
 
 // Plan is the whole remediation plan.

@@ -79,13 +79,14 @@ func Build(in Input) *Plan {
 			continue
 		}
 		ip := pl.incident(inc)
+		ip.Clusters, ip.NextStep = append([]string{}, inc.Clusters...), inc.NextStep
 		if len(ip.Attempts) == 0 {
 			r := inc.RootCause
 			hint, ok := pl.hints[r.ID+"|"+r.Cluster+"|"+r.Object.String()]
 			if !ok {
-				hint = manualHint(r)
+				hint = manualHint(inc)
 			}
-			p.Manual = append(p.Manual, Manual{Finding: ip.RootCause, Hint: hint})
+			p.Manual = append(p.Manual, Manual{Finding: ip.RootCause, Hint: hint, Clusters: ip.Clusters, NextStep: inc.NextStep})
 			continue
 		}
 		p.Incidents = append(p.Incidents, ip)
@@ -325,18 +326,12 @@ func contains(s string) func(string) bool {
 	return func(c string) bool { return strings.Contains(c, s) }
 }
 
-func manualHint(f finding.Finding) string {
-	var guided []string
-	for _, r := range f.Remediation {
-		if r.Rung != RungObserve {
-			guided = append(guided, r.Rung+" ("+r.Risk+")")
-		}
+// manualHint is what the "no automatic fix" entry says when the rule says nothing of its own.
+func manualHint(inc finding.Incident) string {
+	if inc.NextStep != nil {
+		return "unstick takes no step here on its own: take the next safe step by hand"
 	}
-	hint := fmt.Sprintf("no step unstick can take safely on its own; follow `unstick explain %s`", f.ID)
-	if len(guided) > 0 {
-		hint += ": " + strings.Join(guided, ", ")
-	}
-	return hint
+	return fmt.Sprintf("unstick takes no step here on its own; follow `unstick explain %s`", inc.RootCause.ID)
 }
 
 func maxRisk(steps []Step) Risk {
