@@ -247,6 +247,9 @@ func find(apiVersion, kind string) (Removal, bool) {
 	return r, ok
 }
 
+// Table returns every row, removed or deprecated, sorted by group, version and kind.
+func Table() []Removal { return append([]Removal(nil), index().all...) }
+
 // All returns every removal (removed or planned), sorted by group, version and kind.
 func All() []Removal {
 	var out []Removal
