@@ -75,6 +75,29 @@ func (r Removal) ReplacementText() string {
 	return rp
 }
 
+// NeedsReview reports whether rewriting obj's apiVersion alone to the replacement would change
+// the object or what it means, so the rewrite must be done by hand: whenever the row has a
+// review note, except policy/v1beta1 PodDisruptionBudget, whose meaning changes only for an
+// explicitly empty spec.selector (it matches no pod in v1beta1 and every pod of the namespace
+// in v1; an unset selector matches none in both, per the deprecation guide v1.25). obj nil —
+// content not read — asks about the kind alone, and the PodDisruptionBudget passes.
+func (r Removal) NeedsReview(obj map[string]any) bool {
+	if r.Review == "" {
+		return false
+	}
+	if r.Group != "policy" || r.Kind != "PodDisruptionBudget" {
+		return true
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	sel, set := spec["selector"].(map[string]any)
+	if !set {
+		return false
+	}
+	labels, _ := sel["matchLabels"].(map[string]any)
+	exprs, _ := sel["matchExpressions"].([]any)
+	return len(labels) == 0 && len(exprs) == 0
+}
+
 // RemovedAt reports whether a cluster at Kubernetes minor 1.minor no longer serves it.
 func (r Removal) RemovedAt(minor int) bool { return atOrAfter(r.RemovedIn, minor) }
 

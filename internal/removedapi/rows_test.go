@@ -1,6 +1,7 @@
 package removedapi
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -168,5 +169,38 @@ func TestDeprecatedInTarget(t *testing.T) {
 		if r, ok := Deprecated(c.apiVersion, c.kind, c.minor); ok {
 			t.Errorf("%s %s at 1.%d: reported deprecated (%+v)", c.apiVersion, c.kind, c.minor, r)
 		}
+	}
+}
+
+// A policy/v1beta1 PodDisruptionBudget is a plain rewrite unless its selector is explicitly
+// empty, which matches no pod in v1beta1 and every pod of the namespace in v1.
+func TestPodDisruptionBudgetReviewOnlyForAnEmptySelector(t *testing.T) {
+	pdb, _ := Lookup("policy/v1beta1", "PodDisruptionBudget")
+	obj := func(spec string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(`{"apiVersion":"policy/v1beta1","kind":"PodDisruptionBudget","spec":`+spec+`}`), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for spec, want := range map[string]bool{
+		`{"minAvailable":1,"selector":{"matchLabels":{"app":"web"}}}`:                            false,
+		`{"minAvailable":1,"selector":{"matchExpressions":[{"key":"app","operator":"Exists"}]}}`: false,
+		`{"minAvailable":1}`:                               false,
+		`{"minAvailable":1,"selector":{}}`:                 true,
+		`{"minAvailable":1,"selector":{"matchLabels":{}}}`: true,
+	} {
+		if got := pdb.NeedsReview(obj(spec)); got != want {
+			t.Errorf("spec %s: NeedsReview %v, want %v", spec, got, want)
+		}
+	}
+	if pdb.NeedsReview(nil) {
+		t.Error("content unknown: a PodDisruptionBudget is not refused by kind alone")
+	}
+	if ing, _ := Lookup("extensions/v1beta1", "Ingress"); !ing.NeedsReview(nil) {
+		t.Error("an Ingress always needs a review")
+	}
+	if cj, _ := Lookup("batch/v1beta1", "CronJob"); cj.NeedsReview(nil) {
+		t.Error("a CronJob is a plain rewrite")
 	}
 }

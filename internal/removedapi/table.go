@@ -92,7 +92,7 @@ func removedBy125() []row {
 			"events.k8s.io/v1 keeps the field names but accepts only type Normal or Warning and requires reportingController, reportingInstance, action, reason and eventTime on a new Event", "guide v1.25; k8s.io/api events/v1beta1"},
 		{"autoscaling/v2beta1", []string{"HorizontalPodAutoscaler"}, "1.8", "1.22", "1.25", "autoscaling/v2", "autoscaling/v2 replaces targetAverageUtilization/targetAverageValue with a target block", "guide v1.25"},
 		{"policy/v1beta1", []string{"PodDisruptionBudget"}, "1.5", "1.21", "1.25", "policy/v1",
-			"an empty spec.selector matches no pod in policy/v1beta1 and every pod of the namespace in policy/v1", "guide v1.25; k8s.io/api policy/v1beta1"},
+			"an empty spec.selector ({}) matches no pod in policy/v1beta1 and every pod of the namespace in policy/v1 (an unset one matches none in both)", "guide v1.25; k8s.io/api policy/v1beta1"},
 		{"policy/v1beta1", []string{"Eviction"}, "1.5", "1.22", "1.25", "policy/v1", "", "guide v1.22 (policy/v1 Eviction); k8s.io/api policy/v1beta1"},
 		{"policy/v1beta1", []string{"PodSecurityPolicy"}, "1.10", "1.21", "1.25", "", reviewPSP, "guide v1.25; kubernetes#109798"},
 		{"node.k8s.io/v1beta1", []string{"RuntimeClass"}, "1.13", "1.22", "1.25", "node.k8s.io/v1", "", "guide v1.25; k8s.io/api node/v1beta1"},
