@@ -56,7 +56,7 @@ func removedBy122() []row {
 		{"extensions/v1beta1", []string{"DaemonSet", "Deployment"}, "1.1", "1.8", "1.16", "apps/v1", reviewApps, "guide v1.16; k8s.io/api extensions/v1beta1"},
 		{"extensions/v1beta1", []string{"ReplicaSet"}, "1.2", "1.8", "1.16", "apps/v1", reviewApps, "guide v1.16; k8s.io/api extensions/v1beta1"},
 		{"extensions/v1beta1", []string{"NetworkPolicy"}, "1.3", "1.9", "1.16", "networking.k8s.io/v1", "", "guide v1.16; k8s.io/api extensions/v1beta1"},
-		{"extensions/v1beta1", []string{"PodSecurityPolicy"}, "1.3", "1.11", "1.16", "policy/v1beta1", reviewPSP, "guide v1.16 (→ policy/v1beta1, itself removed in v1.25)"},
+		{"extensions/v1beta1", []string{"PodSecurityPolicy"}, "1.3", "1.10", "1.16", "policy/v1beta1", reviewPSP, "guide v1.16 (→ policy/v1beta1, itself removed in v1.25); CHANGELOG-1.10 (moved to policy/v1beta1, extensions/v1beta1 deprecated)"},
 		{"apps/v1beta1", []string{"Deployment"}, "1.6", "1.8", "1.16", "apps/v1", reviewApps, "guide v1.16; k8s.io/api apps/v1beta1"},
 		{"apps/v1beta1", []string{"StatefulSet"}, "1.5", "1.8", "1.16", "apps/v1", reviewApps, "guide v1.16; k8s.io/api apps/v1beta1"},
 		{"apps/v1beta1", []string{"ControllerRevision"}, "1.7", "1.8", "1.16", "apps/v1", reviewApps, "guide v1.16; k8s.io/api apps/v1beta1"},
