@@ -140,10 +140,11 @@ func removedAfter125() []row {
 // is left to check them against. Alpha versions are removed without a deprecation period.
 func deletedAlpha() []row {
 	return []row{
-		{"networking.k8s.io/v1alpha1", []string{"ClusterCIDR"}, "1.25", "", "1.29", "", "", "k8s.io/api v0.29: networking/v1alpha1 ClusterCIDR deleted (KEP-2593 withdrawn)"},
-		{"resource.k8s.io/v1alpha2", []string{"ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"}, "1.26", "", "1.31", "resource.k8s.io/v1alpha3", reviewDRAClassic, "k8s.io/api v0.31: resource/v1alpha2 deleted"},
+		{"networking.k8s.io/v1alpha1", []string{"ClusterCIDR"}, "1.25", "", "1.29", "", "", "k8s.io/api v0.29: networking/v1alpha1 ClusterCIDR deleted (the multi-CIDR range allocator moved out of tree)"},
+		{"resource.k8s.io/v1alpha2", []string{"ResourceClaim", "ResourceClaimTemplate"}, "1.26", "", "1.31", "resource.k8s.io/v1alpha3", reviewDRAClassic, "k8s.io/api v0.31: resource/v1alpha2 deleted"},
+		{"resource.k8s.io/v1alpha2", []string{"ResourceSlice"}, "1.30", "", "1.31", "resource.k8s.io/v1alpha3", reviewDRAClassic, "k8s.io/api v0.31: resource/v1alpha2 deleted"},
 		{"resource.k8s.io/v1alpha2", []string{"ResourceClass"}, "1.26", "", "1.31", "resource.k8s.io/v1alpha3|DeviceClass", reviewDRAClassic, "k8s.io/api v0.31: resource/v1alpha2 deleted"},
-		{"resource.k8s.io/v1alpha2", []string{"PodSchedulingContext"}, "1.26", "", "1.31", "resource.k8s.io/v1alpha3", "", "k8s.io/api v0.31: resource/v1alpha2 deleted"},
+		{"resource.k8s.io/v1alpha2", []string{"PodSchedulingContext"}, "1.27", "", "1.31", "resource.k8s.io/v1alpha3", "", "k8s.io/api v0.31: resource/v1alpha2 deleted"},
 		{"resource.k8s.io/v1alpha2", []string{"ResourceClaimParameters", "ResourceClassParameters"}, "1.30", "", "1.31", "", reviewDRAClassic, "k8s.io/api v0.31: resource/v1alpha2 deleted"},
 		{"resource.k8s.io/v1alpha3", []string{"PodSchedulingContext"}, "1.31", "", "1.32", "", "", "k8s.io/api v0.32: resource/v1alpha3 PodSchedulingContext deleted (classic DRA withdrawn)"},
 		{"coordination.k8s.io/v1alpha1", []string{"LeaseCandidate"}, "1.31", "", "1.32", "coordination.k8s.io/v1alpha2", reviewAlpha, "k8s.io/api v0.32: coordination/v1alpha1 deleted"},
