@@ -18,34 +18,80 @@ import (
 // Fleet labels a GitRepo's Bundles with (rancher/fleet pkg/apis/fleet.cattle.io/v1alpha1).
 const labelRepoName = "fleet.cattle.io/repo-name"
 
-// apiUse is one document that uses a removed built-in API: where it is and what removes it.
+// apiUse is one document that uses a removed or deprecated built-in API: where it is and
+// what removes it (its replacement resolved for the cluster version it is judged at).
 type apiUse struct {
-	doc     manifest.Doc
-	removal removedapi.Removal
-	rev     *helmrelease.Release // the Helm revision holding it; nil for a bundle
+	doc        manifest.Doc
+	removal    removedapi.Removal
+	rev        *helmrelease.Release // the Helm revision holding it; nil for a bundle
+	deprecated bool                 // served but deprecated at the target, not removed
 }
 
-// removedUses sorts documents into the uses the cluster no longer serves (now) and those its
-// next upgrade removes (target), by the versions v says the cluster runs and will run.
-func removedUses(v kubeVersions, docs []manifest.Doc, rev *helmrelease.Release) (now, target []apiUse) {
+// apiUses sorts a release's or bundle's documents by what the cluster's versions make of them.
+type apiUses struct {
+	now, target, deprecated []apiUse
+}
+
+// removedUses sorts documents into the uses the cluster no longer serves (now), those its next
+// upgrade removes (target) and those the target still serves but deprecates, by the versions v
+// says the cluster runs and will run.
+func removedUses(v kubeVersions, docs []manifest.Doc, rev *helmrelease.Release) apiUses {
+	var u apiUses
 	for _, d := range docs {
-		r, ok := removedapi.Lookup(d.APIVersion, d.Kind)
-		if !ok {
+		if r, ok := removedapi.Lookup(d.APIVersion, d.Kind); ok {
+			switch {
+			case v.Current != "" && r.RemovedAt(v.CurrentMinor):
+				u.now = append(u.now, apiUse{doc: d, removal: r.At(v.CurrentMinor), rev: rev})
+				continue
+			case v.Target != "" && r.RemovedAt(v.TargetMinor):
+				u.target = append(u.target, apiUse{doc: d, removal: r.At(v.TargetMinor), rev: rev})
+				continue
+			}
+		}
+		if v.Target == "" {
 			continue
 		}
-		switch {
-		case v.Current != "" && r.RemovedAt(v.CurrentMinor):
-			now = append(now, apiUse{d, r, rev})
-		case v.Target != "" && r.RemovedAt(v.TargetMinor):
-			target = append(target, apiUse{d, r, rev})
+		if r, ok := removedapi.Deprecated(d.APIVersion, d.Kind, v.TargetMinor); ok {
+			u.deprecated = append(u.deprecated, apiUse{doc: d, removal: r, rev: rev, deprecated: true})
 		}
 	}
-	return now, target
+	return u
+}
+
+func (u *apiUses) add(o apiUses) {
+	u.now, u.target, u.deprecated = append(u.now, o.now...), append(u.target, o.target...), append(u.deprecated, o.deprecated...)
+}
+
+// apiGroup is the uses one finding ID reports, and the minor they are judged at.
+type apiGroup struct {
+	id    string
+	uses  []apiUse
+	minor int
+}
+
+func (u apiUses) groups(v kubeVersions) []apiGroup {
+	return []apiGroup{
+		{"api/removed", u.now, v.CurrentMinor},
+		{"api/removed-in-target", u.target, v.TargetMinor},
+		{"api/deprecated-in-target", u.deprecated, v.TargetMinor},
+	}
+}
+
+// groupKey keeps the three IDs of one release or bundle apart: each is its own finding.
+func groupKey(id, key string) string {
+	switch id {
+	case "api/removed-in-target":
+		return "target|" + key
+	case "api/deprecated-in-target":
+		return "deprecated|" + key
+	}
+	return key
 }
 
 // useText says what one use is: "revision 4 (deployed) app/templates/fs.yaml: FlowSchema
 // app-fs uses flowcontrol.apiserver.k8s.io/v1beta3, removed in Kubernetes 1.32; replacement
-// flowcontrol.apiserver.k8s.io/v1".
+// flowcontrol.apiserver.k8s.io/v1", or "… Endpoints default/web uses v1, deprecated in
+// Kubernetes 1.33 (no removal planned); replacement discovery.k8s.io/v1 EndpointSlice".
 func useText(u apiUse) string {
 	var b strings.Builder
 	if u.rev != nil {
@@ -61,8 +107,12 @@ func useText(u apiUse) string {
 	if name == "" {
 		name = "(templated name)"
 	}
-	fmt.Fprintf(&b, "%s %s uses %s, removed in Kubernetes %s", u.doc.Kind, name, u.removal.APIVersion(), u.removal.RemovedIn)
-	if rp := u.removal.ReplacementAPIVersion(); rp != "" {
+	if u.deprecated {
+		fmt.Fprintf(&b, "%s %s uses %s, deprecated in Kubernetes %s (%s)", u.doc.Kind, name, u.removal.APIVersion(), u.removal.DeprecatedIn, u.removal.RemovalText())
+	} else {
+		fmt.Fprintf(&b, "%s %s uses %s, %s", u.doc.Kind, name, u.removal.APIVersion(), u.removal.RemovalText())
+	}
+	if rp := u.removal.ReplacementText(); rp != "" {
 		fmt.Fprintf(&b, "; replacement %s", rp)
 	} else {
 		b.WriteString("; no replacement")
@@ -84,12 +134,16 @@ func usesSummary(uses []apiUse) string {
 			continue
 		}
 		seen[k] = true
-		if rp := u.removal.ReplacementAPIVersion(); rp != "" {
-			k += " (→ " + rp + ")"
-		} else {
-			k += " (no replacement)"
+		var note []string
+		if u.deprecated {
+			note = append(note, "deprecated in "+u.removal.DeprecatedIn, u.removal.RemovalText())
 		}
-		parts = append(parts, k)
+		if rp := u.removal.ReplacementText(); rp != "" {
+			note = append(note, "→ "+rp)
+		} else {
+			note = append(note, "no replacement")
+		}
+		parts = append(parts, k+" ("+strings.Join(note, "; ")+")")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -127,15 +181,16 @@ func revisionsOf(uses []apiUse) string {
 
 // releaseAPIFindings judges every revision of every Helm release of c by its manifest's
 // documents: api/removed for APIs the cluster already lost (the release cannot be upgraded or
-// rolled back now), api/removed-in-target for those its next upgrade removes. add merges with
-// the findings api/removed builds from Helm's own error messages (same key).
+// rolled back now), api/removed-in-target for those its next upgrade removes,
+// api/deprecated-in-target for those the target serves but deprecates. add merges with the
+// findings api/removed builds from Helm's own error messages (same key).
 func releaseAPIFindings(ctx *Context, tg *targets, c *snapshot.Cluster, fs *apiFindings) {
 	v := tg.versionsOf(c)
 	if v.Current == "" && v.Target == "" {
 		return
 	}
 	for _, hist := range releaseHistories(c) {
-		var now, target []apiUse
+		var uses apiUses
 		// Helm builds the last deployed revision's manifest before an upgrade or rollback, and
 		// the pending and failed ones after it are what Fleet's retries left: those count. An
 		// older revision matters only to a rollback to it, and stays in history after the fix
@@ -147,61 +202,61 @@ func releaseAPIFindings(ctx *Context, tg *targets, c *snapshot.Cluster, fs *apiF
 			}
 		}
 		for _, r := range hist[from:] {
-			n, t := removedUses(v, r.Docs, r)
-			now, target = append(now, n...), append(target, t...)
+			uses.add(removedUses(v, r.Docs, r))
 		}
-		newest := hist[len(hist)-1]
-		for _, g := range []struct {
-			id   string
-			uses []apiUse
-		}{{"api/removed", now}, {"api/removed-in-target", target}} {
-			if len(g.uses) == 0 {
-				continue
+		for _, g := range uses.groups(v) {
+			if len(g.uses) > 0 {
+				releaseAPIFinding(ctx, c, v, hist[len(hist)-1], g, fs)
 			}
-			id, uses := g.id, g.uses
-			first := firstUse(uses)
-			minor := v.CurrentMinor
-			if id == "api/removed-in-target" {
-				minor = v.TargetMinor
-			}
-			key := bundleKeyFor(c, newest.Name)
-			if id == "api/removed-in-target" {
-				key = "target|" + key
-			}
-			what := fmt.Sprintf("Helm release %s/%s on cluster %s", newest.Namespace, newest.Name, c.Name)
-			secret := ref("v1", "Secret", newest.Namespace, newest.SecretName)
-			vars := map[string]string{
-				"namespace": newest.Namespace, "release": newest.Name, "revision": strconv.Itoa(newest.Revision),
-				"group-version": first.removal.APIVersion(), "kind": first.doc.Kind, "replacement": first.removal.ReplacementAPIVersion(),
-				"kubernetes-version": minorName(minor), "review": first.removal.Review,
-				"uses": strconv.Itoa(len(uses)),
-			}
-			mk := func() finding.Finding {
-				var f finding.Finding
-				if id == "api/removed" {
-					f = ctx.New(id, c, secret, fmt.Sprintf("%s (%s) uses %s, which the cluster (%s) no longer serves: its upgrades and rollbacks fail until the stored manifest uses a served version",
-						what, revisionsOf(uses), usesSummary(uses), v.Current))
-				} else {
-					f = ctx.New(id, c, secret, fmt.Sprintf("%s (%s) uses %s, which Kubernetes %s no longer serves: the cluster runs %s and %s is %s; after that upgrade the release can neither be upgraded nor rolled back until the stored manifest uses a served version",
-						what, revisionsOf(uses), usesSummary(uses), minorName(minor), v.Current, v.TargetFrom, v.Target))
-				}
-				f.Keys = releaseKeys(ctx.Snap, c, newest)
-				f.Since = timePtr(newest.Since())
-				f.Signature = id + "|" + genericBundle(newest.Name) + "|" + first.doc.Kind + "|" + first.removal.APIVersion()
-				f.Vars = vars
-				fitSteps(&f, func(cmd string) bool {
-					return !strings.Contains(cmd, "gitrepos.fleet.cattle.io") && !strings.Contains(cmd, "get bundles.fleet.cattle.io")
-				}, "")
-				return f
-			}
-			for _, u := range uses {
-				fs.add(key, mk, ev(sourceOf(c, ref("v1", "Secret", u.rev.Namespace, u.rev.SecretName)), "%s", useText(u)))
-			}
-			// A finding built from Helm's error messages first gets the manifest's facts too.
-			fs.add(key, mk, finding.Evidence{})
-			fs.setVars(key, vars)
 		}
 	}
+}
+
+// releaseAPIFinding adds one api/ finding of a release, on its newest revision's Secret.
+func releaseAPIFinding(ctx *Context, c *snapshot.Cluster, v kubeVersions, newest *helmrelease.Release, g apiGroup, fs *apiFindings) {
+	first := firstUse(g.uses)
+	key := groupKey(g.id, bundleKeyFor(c, newest.Name))
+	vars := map[string]string{
+		"namespace": newest.Namespace, "release": newest.Name, "revision": strconv.Itoa(newest.Revision),
+		"group-version": first.removal.APIVersion(), "kind": first.doc.Kind, "replacement": first.removal.ReplacementAPIVersion(),
+		"kubernetes-version": minorName(g.minor), "review": first.removal.Review,
+		"uses": strconv.Itoa(len(g.uses)),
+	}
+	mk := func() finding.Finding {
+		what := fmt.Sprintf("Helm release %s/%s on cluster %s", newest.Namespace, newest.Name, c.Name)
+		f := ctx.New(g.id, c, ref("v1", "Secret", newest.Namespace, newest.SecretName), releaseAPISummary(g, what, v))
+		f.Keys = releaseKeys(ctx.Snap, c, newest)
+		if g.id == "api/deprecated-in-target" {
+			// Its own incident: a deprecation causes nothing the release's other findings show.
+			f.Keys = []string{"deprecated:" + bundleKeyFor(c, newest.Name)}
+		}
+		f.Since = timePtr(newest.Since())
+		f.Signature = g.id + "|" + genericBundle(newest.Name) + "|" + first.doc.Kind + "|" + first.removal.APIVersion()
+		f.Vars = vars
+		fitSteps(&f, func(cmd string) bool {
+			return !strings.Contains(cmd, "gitrepos.fleet.cattle.io") && !strings.Contains(cmd, "get bundles.fleet.cattle.io")
+		}, "")
+		return f
+	}
+	for _, u := range g.uses {
+		fs.add(key, mk, ev(sourceOf(c, ref("v1", "Secret", u.rev.Namespace, u.rev.SecretName)), "%s", useText(u)))
+	}
+	// A finding built from Helm's error messages first gets the manifest's facts too.
+	fs.add(key, mk, finding.Evidence{})
+	fs.setVars(key, vars)
+}
+
+func releaseAPISummary(g apiGroup, what string, v kubeVersions) string {
+	switch g.id {
+	case "api/removed":
+		return fmt.Sprintf("%s (%s) uses %s, which the cluster (%s) no longer serves: its upgrades and rollbacks fail until the stored manifest uses a served version",
+			what, revisionsOf(g.uses), usesSummary(g.uses), v.Current)
+	case "api/removed-in-target":
+		return fmt.Sprintf("%s (%s) uses %s, which Kubernetes %s no longer serves: the cluster runs %s and %s is %s; after that upgrade the release can neither be upgraded nor rolled back until the stored manifest uses a served version",
+			what, revisionsOf(g.uses), usesSummary(g.uses), minorName(g.minor), v.Current, v.TargetFrom, v.Target)
+	}
+	return fmt.Sprintf("%s (%s) uses %s, which Kubernetes %s still serves but deprecates: %s is %s; move the chart to the replacement before the release that removes it",
+		what, revisionsOf(g.uses), usesSummary(g.uses), minorName(g.minor), v.TargetFrom, v.Target)
 }
 
 // bundleDocs returns the Bundle a BundleDeployment deploys and the identities of its
@@ -226,10 +281,7 @@ func bundleAPIFindings(ctx *Context, tg *targets, m *snapshot.Cluster, fs *apiFi
 	ix := newFleetIndex(m)
 	for _, bd := range m.BundleDeployments {
 		b, docs := bundleDocs(m, bd)
-		if b == nil {
-			continue
-		}
-		if !anyRemoved(docs) {
+		if b == nil || !anyListed(docs) {
 			continue
 		}
 		target, fleetRef := bdTarget(ctx, ix, m, bd)
@@ -241,64 +293,66 @@ func bundleAPIFindings(ctx *Context, tg *targets, m *snapshot.Cluster, fs *apiFi
 			continue
 		}
 		v := tg.versionsOf(dc)
-		now, later := removedUses(v, docs, nil)
-		repo := b.Labels[labelRepoName]
-		for _, g := range []struct {
-			id   string
-			uses []apiUse
-		}{{"api/removed", now}, {"api/removed-in-target", later}} {
-			if len(g.uses) == 0 {
-				continue
+		for _, g := range removedUses(v, docs, nil).groups(v) {
+			if len(g.uses) > 0 {
+				bundleAPIFinding(ctx, m, dc, v, b, fleetRef, g, fs)
 			}
-			id, uses := g.id, g.uses
-			first := uses[0]
-			// Its own finding, apart from the release's (same bundle key): the release is fixed
-			// in its storage, the bundle in Git.
-			key := "docs|" + BundleKey(fleetRef, b.Name)
-			if id == "api/removed-in-target" {
-				key = "target|" + key
-			}
-			where := "bundle " + b.Namespace + "/" + b.Name
-			if repo != "" {
-				where += " (GitRepo " + repo + ")"
-			}
-			vars := map[string]string{
-				"bundle": b.Name, "fleet-namespace": b.Namespace, "repo": repo, "path": first.doc.Source,
-				"group-version": first.removal.APIVersion(), "kind": first.doc.Kind, "replacement": first.removal.ReplacementAPIVersion(),
-				"kubernetes-version": minorName(v.CurrentMinor), "uses": strconv.Itoa(len(uses)),
-			}
-			if id == "api/removed-in-target" {
-				vars["kubernetes-version"] = minorName(v.TargetMinor)
-			}
-			if repo == "" {
-				vars[noGitRepo] = b.Name
-			}
-			mk := func() finding.Finding {
-				var f finding.Finding
-				if id == "api/removed" {
-					f = ctx.New(id, m, bundleRef(b.Namespace, b.Name), fmt.Sprintf("%s uses %s, which cluster %s (%s) no longer serves: change %s in the repository",
-						where, usesSummary(uses), dc.Name, v.Current, first.doc.Source))
-				} else {
-					f = ctx.New(id, m, bundleRef(b.Namespace, b.Name), fmt.Sprintf("%s uses %s, which Kubernetes %s no longer serves: cluster %s runs %s and %s is %s; change %s in the repository before that upgrade",
-						where, usesSummary(uses), minorName(v.TargetMinor), dc.Name, v.Current, v.TargetFrom, v.Target, first.doc.Source))
-				}
-				f.Affects = dc.Name
-				// An incident of its own, not a symptom of the release's: the release is fixed in
-				// its storage (unstick fix), the bundle in Git (by hand).
-				f.Keys = []string{"git:" + BundleKey(fleetRef, b.Name)}
-				f.Signature = id + "|" + genericBundle(b.Name) + "|" + first.doc.Kind + "|" + first.removal.APIVersion()
-				f.Vars = vars
-				// A bundle is fixed in Git: the release rewrite is not for it.
-				fitSteps(&f, func(cmd string) bool { return !strings.HasPrefix(cmd, "helm ") }, "repair")
-				return f
-			}
-			for _, u := range uses {
-				fs.add(key, mk, ev(sourceOf(m, bundleRef(b.Namespace, b.Name)), "%s", useText(u)))
-			}
-			fs.add(key, mk, finding.Evidence{})
-			fs.setVars(key, vars)
 		}
 	}
+}
+
+// bundleAPIFinding adds one api/ finding of a bundle on one downstream cluster. It is its own
+// finding, apart from the release's (same bundle key): the release is fixed in its storage,
+// the bundle in Git.
+func bundleAPIFinding(ctx *Context, m, dc *snapshot.Cluster, v kubeVersions, b *fleetv1.Bundle, fleetRef string, g apiGroup, fs *apiFindings) {
+	first := g.uses[0]
+	repo := b.Labels[labelRepoName]
+	key := groupKey(g.id, "docs|"+BundleKey(fleetRef, b.Name))
+	vars := map[string]string{
+		"bundle": b.Name, "fleet-namespace": b.Namespace, "repo": repo, "path": first.doc.Source,
+		"group-version": first.removal.APIVersion(), "kind": first.doc.Kind, "replacement": first.removal.ReplacementAPIVersion(),
+		"kubernetes-version": minorName(g.minor), "uses": strconv.Itoa(len(g.uses)),
+	}
+	if repo == "" {
+		vars[noGitRepo] = b.Name
+	}
+	mk := func() finding.Finding {
+		where := "bundle " + b.Namespace + "/" + b.Name
+		if repo != "" {
+			where += " (GitRepo " + repo + ")"
+		}
+		f := ctx.New(g.id, m, bundleRef(b.Namespace, b.Name), bundleAPISummary(g, where, dc.Name, first.doc.Source, v))
+		f.Affects = dc.Name
+		// An incident of its own, not a symptom of the release's: the release is fixed in its
+		// storage (unstick fix), the bundle in Git (by hand).
+		f.Keys = []string{"git:" + BundleKey(fleetRef, b.Name)}
+		if g.id == "api/deprecated-in-target" {
+			f.Keys = []string{"deprecated:git:" + BundleKey(fleetRef, b.Name)}
+		}
+		f.Signature = g.id + "|" + genericBundle(b.Name) + "|" + first.doc.Kind + "|" + first.removal.APIVersion()
+		f.Vars = vars
+		// A bundle is fixed in Git: the release rewrite is not for it.
+		fitSteps(&f, func(cmd string) bool { return !strings.HasPrefix(cmd, "helm ") }, "repair")
+		return f
+	}
+	for _, u := range g.uses {
+		fs.add(key, mk, ev(sourceOf(m, bundleRef(b.Namespace, b.Name)), "%s", useText(u)))
+	}
+	fs.add(key, mk, finding.Evidence{})
+	fs.setVars(key, vars)
+}
+
+func bundleAPISummary(g apiGroup, where, cluster, path string, v kubeVersions) string {
+	switch g.id {
+	case "api/removed":
+		return fmt.Sprintf("%s uses %s, which cluster %s (%s) no longer serves: change %s in the repository",
+			where, usesSummary(g.uses), cluster, v.Current, path)
+	case "api/removed-in-target":
+		return fmt.Sprintf("%s uses %s, which Kubernetes %s no longer serves: cluster %s runs %s and %s is %s; change %s in the repository before that upgrade",
+			where, usesSummary(g.uses), minorName(g.minor), cluster, v.Current, v.TargetFrom, v.Target, path)
+	}
+	return fmt.Sprintf("%s uses %s, which Kubernetes %s still serves but deprecates: cluster %s runs %s and %s is %s; change %s in the repository before the release that removes it",
+		where, usesSummary(g.uses), minorName(g.minor), cluster, v.Current, v.TargetFrom, v.Target, path)
 }
 
 func bundleRef(ns, name string) finding.ObjectRef {
@@ -325,11 +379,11 @@ func fitSteps(f *finding.Finding, keep func(cmd string) bool, drop string) {
 	f.Remediation = steps
 }
 
-// anyRemoved reports whether some document uses an API some Kubernetes version removed: most
-// bundles use none, and need no cluster's versions read.
-func anyRemoved(docs []manifest.Doc) bool {
+// anyListed reports whether some document uses an API some Kubernetes version deprecated or
+// removed: most bundles use none, and need no cluster's versions read.
+func anyListed(docs []manifest.Doc) bool {
 	for _, d := range docs {
-		if _, ok := removedapi.Lookup(d.APIVersion, d.Kind); ok {
+		if removedapi.Listed(d.APIVersion, d.Kind) {
 			return true
 		}
 	}

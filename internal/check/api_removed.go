@@ -22,7 +22,7 @@ import (
 // relays it (helm pkg/action upgrade.go; rancher/fleet helmdeployer).
 var apiRemoved = Check{
 	Name:  "api/removed",
-	Emits: []string{"api/removed", "api/removed-in-target"},
+	Emits: []string{"api/removed", "api/removed-in-target", "api/deprecated-in-target"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		fs := &apiFindings{byKey: map[string]*apiHit{}}
 		add := fs.add

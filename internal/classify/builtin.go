@@ -62,7 +62,7 @@ func RemovedAPI(text string) (kind, groupVersion string, ok bool) {
 }
 
 // RemovedIn names the Kubernetes release that removed a built-in kind's group/version, or ""
-// when it was not removed (internal/removedapi, derived from k8s.io/api).
+// when it was not removed (internal/removedapi).
 func RemovedIn(kind, groupVersion string) string {
 	if r, ok := removedapi.Lookup(groupVersion, kind); ok {
 		return r.RemovedIn

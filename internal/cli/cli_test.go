@@ -408,6 +408,20 @@ func TestExplainRemovedAPITable(t *testing.T) {
 			t.Errorf("--table lacks %s %s", r.APIVersion(), r.Kind)
 		}
 	}
+	// The deprecated table follows, with planned removals marked as plans and each row's source.
+	i := strings.Index(out, "DEPRECATED-API TABLE")
+	if i < 0 {
+		t.Fatalf("--table prints no deprecated table:\n%s", out)
+	}
+	dep := out[i:]
+	for _, want := range []string{"Endpoints", "discovery.k8s.io/v1 EndpointSlice", "1.38 (plan)", "[k8s.io/api"} {
+		if !strings.Contains(dep, want) {
+			t.Errorf("--table's deprecated table lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "IngressClassList") && !strings.Contains(out, "names the list kind IngressClassList") {
+		t.Error("IngressClass's replacement is the IngressClass kind")
+	}
 	if code, _ := run("explain", "helm/release-pending", "--table"); code != ExitUsage {
 		t.Errorf("--table on a helm/ ID: want exit %d, got %d", ExitUsage, code)
 	}

@@ -29,10 +29,11 @@ family (helm/, helm/* or helm), the IDs of that family. With an ID, prints the c
 the explanation, the detection rule and its thresholds, and the fix ladder from the lowest-risk
 rung up, with the equivalent kubectl and helm commands.
 
-The api/ entries (api/removed, api/removed-in-target) also name the removed-API table they judge
-by: which built-in group/version/kind each Kubernetes minor stops serving and what replaces it,
-derived from the prerelease-lifecycle methods of the k8s.io/api version unstick is built with.
---table prints that table.`,
+The api/ entries (api/removed, api/removed-in-target, api/deprecated-in-target) also name the
+table they judge by: which built-in group/version/kind each Kubernetes minor deprecates and stops
+serving and what replaces it, kept row by row from the Kubernetes deprecation guide and checked
+against the prerelease-lifecycle methods of the k8s.io/api version unstick is built with.
+--table prints the removed and the deprecated tables, with each row's source.`,
 		Example: `  unstick explain
   unstick explain helm/
   unstick explain helm/release-pending
@@ -55,7 +56,7 @@ derived from the prerelease-lifecycle methods of the k8s.io/api version unstick 
 		},
 	}
 	cmd.Flags().StringVar(&o.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
-	cmd.Flags().BoolVar(&o.table, "table", false, "with an api/ ID: print the removed-API table (group/version, kind, removed in, replacement)")
+	cmd.Flags().BoolVar(&o.table, "table", false, "with an api/ ID: print the removed-API and deprecated-API tables (group/version, kind, releases, replacement, source)")
 	return cmd
 }
 
@@ -90,29 +91,56 @@ func (o *explainOptions) run() error {
 	return nil
 }
 
-// printRemovedTable names the removed-API table's source and, with all, lists it.
+// printRemovedTable names the removed-API table's source and, with all, lists it and the
+// deprecated-API table.
 func printRemovedTable(w io.Writer, all bool, id, name string) error {
-	rs := removedapi.All()
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nREMOVED-API TABLE\n%s\n", indent("Source: "+removedapi.Source()+".", "  "))
 	if !all {
-		fmt.Fprintf(&b, "  %d group/version/kinds; '%s explain %s --table' lists them.\n", len(rs), name, id)
+		fmt.Fprintf(&b, "  '%s explain %s --table' lists the removed and the deprecated APIs.\n", name, id)
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(&b, "  %-48s %-34s %-8s %s\n", "REMOVED apiVersion", "KIND", "IN", "REPLACEMENT")
-	for _, r := range rs {
-		rp := r.ReplacementAPIVersion()
-		if rp == "" {
-			rp = "(none)"
-		}
-		if r.Review != "" {
-			rp += " — review: " + r.Review
-		}
-		fmt.Fprintf(&b, "  %-48s %-34s %-8s %s\n", r.APIVersion(), r.Kind, r.RemovedIn, rp)
-	}
+	latest := removedapi.LatestMinor()
+	fmt.Fprintf(&b, "  Removed by Kubernetes 1.%d:\n", latest)
+	writeAPIRows(&b, func(r removedapi.Removal) bool { return r.RemovedIn != "" && !r.Planned() })
+	fmt.Fprintf(&b, "\nDEPRECATED-API TABLE\n  Served deprecated by Kubernetes 1.%d (api/deprecated-in-target); a removal after it is a plan:\n", latest)
+	writeAPIRows(&b, func(r removedapi.Removal) bool { return r.DeprecatedIn != "" && (r.RemovedIn == "" || r.Planned()) })
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeAPIRows lists the table's rows that keep holds.
+func writeAPIRows(b *strings.Builder, keep func(removedapi.Removal) bool) {
+	fmt.Fprintf(b, "  %-40s %-34s %-10s %-13s %s\n", "apiVersion", "KIND", "DEPRECATED", "REMOVED", "REPLACEMENT [SOURCE]")
+	for _, r := range removedapi.Table() {
+		if !keep(r) {
+			continue
+		}
+		out, dep := r.RemovedIn, r.DeprecatedIn
+		switch {
+		case out == "":
+			out = "(none)"
+		case r.Planned():
+			out += " (plan)"
+		}
+		if dep == "" {
+			dep = "-"
+		}
+		fmt.Fprintf(b, "  %-40s %-34s %-10s %-13s %s\n", r.APIVersion(), r.Kind, dep, out, replacementCell(r))
+	}
+}
+
+// replacementCell is a row's replacement, its review note and its source.
+func replacementCell(r removedapi.Removal) string {
+	rp := r.ReplacementText()
+	if rp == "" {
+		rp = "(none)"
+	}
+	if r.Review != "" {
+		rp += " — review: " + r.Review
+	}
+	return rp + " [" + r.Source + "]"
 }
 
 // familyIDs are the IDs of the family id names: "helm/", "helm/*" or plain "helm".

@@ -56,6 +56,7 @@ func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
     from its Kubernetes upgrade Plans (spec.version, else status.latestVersion) or from Rancher
     (spec.kubernetesVersion of provisioning.cattle.io Clusters, rke2Config/k3sConfig of imported
     ones). 'unstick explain api/removed-in-target --table' lists the removed-API table;
+    APIs that version still serves but deprecates are warnings (api/deprecated-in-target);
   - no Helm release is pending or failed (helm/); Fleet agents are current and checking in;
   - at least 20 % allocatable CPU and memory is free (cluster/headroom-low);
   - an etcd snapshot newer than 24 h exists where Rancher manages RKE2/K3s

@@ -60,7 +60,7 @@ func (pl *planner) apiRemoved(inc finding.Incident) []Attempt {
 			case rm.ReplacementAPIVersion() == "":
 				pl.hint(inc, fmt.Sprintf("%s %s has no replacement API (removed in Kubernetes %s): the release's chart must stop creating it; rewriting the stored manifest cannot help. Follow `unstick explain %s`.", gv, kind, rm.RemovedIn, root.ID))
 				return nil
-			case rm.Review != "":
+			case rm.NeedsReview(nil): // the executor judges each document's content again
 				pl.hint(inc, fmt.Sprintf("%s %s → %s needs a manual review, not an apiVersion rewrite: %s. Follow `unstick explain %s`.", gv, kind, rm.ReplacementAPIVersion(), rm.Review, root.ID))
 				return nil
 			}

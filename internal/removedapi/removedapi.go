@@ -1,49 +1,60 @@
-// Package removedapi says which built-in group/version/kind a Kubernetes minor release stops
-// serving, and what replaces it. The table is derived at start-up from the generated
-// prerelease-lifecycle methods of the k8s.io/api types this binary is built with
-// (APILifecycleRemoved, APILifecycleReplacement — the same methods kube-apiserver's
-// RemoveDeletedKinds uses to decide what it no longer serves), plus a small cited table for
-// kinds whose packages were deleted from k8s.io/api (PodSecurityPolicy, CustomResourceDefinition
-// v1beta1, APIService v1beta1). It is pure: no I/O, no client.
+// Package removedapi says which built-in group/version/kind a Kubernetes minor release
+// deprecates and stops serving, and what replaces it. The table (table.go) is kept row by row
+// with its source — the Kubernetes deprecated API migration guide and the generated
+// prerelease-lifecycle methods of k8s.io/api, which a test checks every row against. It is
+// pure: no I/O, no client.
 package removedapi
 
 import (
-	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// APIModuleVersion is the k8s.io/api version the table is derived from. A test compares it with
-// go.mod, so it cannot drift from the dependency.
+// APIModuleVersion is the k8s.io/api version the table is checked against. A test compares it
+// with go.mod, so it cannot drift from the dependency.
 const APIModuleVersion = "v0.37.2"
 
-// Removal is one group/version/kind that a Kubernetes minor release stopped serving.
+// LatestMinor is the newest Kubernetes minor release the table knows (k8s.io/api v0.N is
+// Kubernetes 1.N): a removal after it is planned, not done.
+func LatestMinor() int {
+	_, m, _ := ParseVersion(APIModuleVersion) // v0.37.2 → 37
+	return m
+}
+
+// Removal is one group/version/kind Kubernetes deprecated or stopped serving.
 type Removal struct {
 	Group   string `json:"group"`
 	Version string `json:"version"`
 	Kind    string `json:"kind"`
-	// RemovedIn is the first Kubernetes minor that does not serve it ("1.25").
-	RemovedIn string `json:"removedIn"`
-	// Replacement is the group/version/kind to use instead; empty Kind when there is none
+	// Introduced is the first Kubernetes minor that served it.
+	Introduced string `json:"introduced,omitempty"`
+	// DeprecatedIn is the first minor that deprecated it; empty when it was removed without a
+	// deprecation period (alpha versions).
+	DeprecatedIn string `json:"deprecatedIn,omitempty"`
+	// RemovedIn is the first Kubernetes minor that does not serve it ("1.25"); empty for a
+	// deprecated GA version no release removes (core/v1 Endpoints).
+	RemovedIn string `json:"removedIn,omitempty"`
+	// Replacement is the newest group/version/kind of its migration chain that the newest
+	// known release serves (At gives it for another release); empty Kind when there is none
 	// (PodSecurityPolicy).
 	Replacement schema.GroupVersionKind `json:"replacement"`
+	// Next is the immediate successor Kubernetes migrated it to, which may itself be removed.
+	Next schema.GroupVersionKind `json:"-"`
 	// Review, when set, says why rewriting only the apiVersion is not enough: the replacement
 	// changes the schema (fields renamed, required fields added), so a manifest rewrite must be
 	// reviewed by hand and is refused by the automatic fix.
 	Review string `json:"review,omitempty"`
-	// Source is where the entry comes from: "k8s.io/api v0.37.2" or the citation of a filled-in
-	// entry.
+	// Source cites where the row comes from (the deprecation guide's section, the k8s.io/api
+	// package whose lifecycle methods say it, or the release that deleted it).
 	Source string `json:"source"`
 }
 
-// APIVersion is the removed group/version as a manifest writes it ("policy/v1beta1", "v1beta1"
-// for the core group).
+// APIVersion is the group/version as a manifest writes it ("policy/v1beta1", "v1" for the
+// core group).
 func (r Removal) APIVersion() string { return apiVersion(r.Group, r.Version) }
 
 // ReplacementAPIVersion is the replacement's apiVersion, or "" when there is none.
@@ -54,9 +65,112 @@ func (r Removal) ReplacementAPIVersion() string {
 	return apiVersion(r.Replacement.Group, r.Replacement.Version)
 }
 
+// ReplacementText names the replacement as a reader needs it: "policy/v1", the kind too when
+// it differs ("discovery.k8s.io/v1 EndpointSlice"), or "".
+func (r Removal) ReplacementText() string {
+	rp := r.ReplacementAPIVersion()
+	if rp != "" && r.Replacement.Kind != r.Kind {
+		rp += " " + r.Replacement.Kind
+	}
+	return rp
+}
+
+// NeedsReview reports whether rewriting obj's apiVersion alone to the replacement would change
+// the object or what it means, so the rewrite must be done by hand: whenever the row has a
+// review note, except policy/v1beta1 PodDisruptionBudget, whose meaning changes only for an
+// explicitly empty spec.selector (it matches no pod in v1beta1 and every pod of the namespace
+// in v1; an unset selector matches none in both, per the deprecation guide v1.25). obj nil —
+// content not read — asks about the kind alone, and the PodDisruptionBudget passes.
+func (r Removal) NeedsReview(obj map[string]any) bool {
+	if r.Review == "" {
+		return false
+	}
+	if r.Group != "policy" || r.Kind != "PodDisruptionBudget" {
+		return true
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	sel, set := spec["selector"].(map[string]any)
+	if !set {
+		return false
+	}
+	labels, _ := sel["matchLabels"].(map[string]any)
+	exprs, _ := sel["matchExpressions"].([]any)
+	return len(labels) == 0 && len(exprs) == 0
+}
+
 // RemovedAt reports whether a cluster at Kubernetes minor 1.minor no longer serves it.
-func (r Removal) RemovedAt(minor int) bool {
+func (r Removal) RemovedAt(minor int) bool { return atOrAfter(r.RemovedIn, minor) }
+
+// DeprecatedAt reports whether a cluster at minor 1.minor serves it as deprecated.
+func (r Removal) DeprecatedAt(minor int) bool {
+	return atOrAfter(r.DeprecatedIn, minor) && !r.RemovedAt(minor)
+}
+
+// Planned reports whether its removal is after the newest release the table knows: a plan
+// the Kubernetes project announced, not a release that happened.
+func (r Removal) Planned() bool {
 	_, m, ok := ParseVersion(r.RemovedIn)
+	return ok && m > LatestMinor()
+}
+
+// RemovalText says when it goes: "removed in Kubernetes 1.25", "removal planned for
+// Kubernetes 1.38", or "no removal planned".
+func (r Removal) RemovalText() string {
+	switch {
+	case r.RemovedIn == "":
+		return "no removal planned"
+	case r.Planned():
+		return "removal planned for Kubernetes " + r.RemovedIn
+	}
+	return "removed in Kubernetes " + r.RemovedIn
+}
+
+// servedAt reports whether a cluster at minor serves it.
+func (r Removal) servedAt(minor int) bool {
+	return (r.Introduced == "" || atOrAfter(r.Introduced, minor)) && !r.RemovedAt(minor)
+}
+
+// At is r with its Replacement for a cluster at minor 1.minor: the newest version along its
+// migration chain that the cluster serves, or none (a chain whose every step that cluster no
+// longer serves, or does not serve yet).
+func (r Removal) At(minor int) Removal {
+	r.Replacement = r.atWith(index(), minor)
+	return r
+}
+
+func (r Removal) atWith(ix *tableIndex, minor int) schema.GroupVersionKind {
+	var repl schema.GroupVersionKind = schema.GroupVersionKind{}
+	next := r.Next
+	for range 8 { // chains are at most five steps long
+		if next.Kind == "" {
+			break
+		}
+		step, ok := ix.byKey[key(next.Group, next.Version, next.Kind)]
+		if !ok { // a GA version: served from its release on
+			if since := gaSince()[gaKey(next)]; since == "" || atOrAfter(since, minor) {
+				repl = next
+			}
+			break
+		}
+		if step.servedAt(minor) {
+			repl = next
+		}
+		next = step.Next
+	}
+	return repl
+}
+
+func gaKey(g schema.GroupVersionKind) string {
+	gv := apiVersion(g.Group, g.Version)
+	if _, ok := gaSince()[gv+"|"+g.Kind]; ok {
+		return gv + "|" + g.Kind
+	}
+	return gv
+}
+
+// atOrAfter reports whether release v ("1.25") is at or before minor 1.minor; false for "".
+func atOrAfter(v string, minor int) bool {
+	_, m, ok := ParseVersion(v)
 	return ok && minor >= m
 }
 
@@ -67,99 +181,125 @@ func apiVersion(group, version string) string {
 	return group + "/" + version
 }
 
-type lifecycle interface {
-	APILifecycleRemoved() (major, minor int)
-}
-
-type replaced interface {
-	APILifecycleReplacement() schema.GroupVersionKind
-}
-
-var (
-	once  sync.Once
-	table map[string]Removal // "group/version|Kind"
-	all   []Removal
-)
-
 func key(group, version, kind string) string { return group + "/" + version + "|" + kind }
 
-func load() {
-	table = map[string]Removal{}
-	s := runtime.NewScheme()
-	for _, add := range schemeBuilders {
-		if err := add(s); err != nil {
-			panic(fmt.Sprintf("removedapi: registering k8s.io/api types: %v", err))
+type tableIndex struct {
+	byKey map[string]Removal // every row, "group/version|Kind"
+	all   []Removal          // sorted by group, version, kind
+}
+
+// index is built once from rows, before any caller reads it, and never changed.
+var index = sync.OnceValue(buildIndex)
+
+func buildIndex() *tableIndex {
+	ix := &tableIndex{byKey: map[string]Removal{}}
+	for _, rw := range rows() {
+		gv, _ := schema.ParseGroupVersion(rw.gv)
+		for _, kind := range rw.kinds {
+			r := Removal{Group: gv.Group, Version: gv.Version, Kind: kind, Introduced: rw.introduced,
+				DeprecatedIn: rw.deprecated, RemovedIn: rw.removed, Review: rw.review, Source: rw.source}
+			r.Next = nextOf(rw.next, kind)
+			ix.byKey[key(r.Group, r.Version, r.Kind)] = r
 		}
 	}
-	src := "k8s.io/api " + APIModuleVersion
-	for gvk, t := range s.AllKnownTypes() {
-		if strings.HasSuffix(gvk.Kind, "List") || gvk.Version == runtime.APIVersionInternal {
-			continue
-		}
-		obj := reflect.New(t).Interface()
-		l, ok := obj.(lifecycle)
-		if !ok {
-			continue
-		}
-		major, minor := l.APILifecycleRemoved()
-		if major == 0 {
-			continue
-		}
-		r := Removal{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, RemovedIn: strconv.Itoa(major) + "." + strconv.Itoa(minor), Source: src}
-		if rp, ok := obj.(replaced); ok {
-			r.Replacement = rp.APILifecycleReplacement()
-		}
-		table[key(r.Group, r.Version, r.Kind)] = r
+	for k, r := range ix.byKey {
+		r.Replacement = r.atWith(ix, LatestMinor())
+		ix.byKey[k] = r
+		ix.all = append(ix.all, r)
 	}
-	for _, r := range filled {
-		if _, ok := table[key(r.Group, r.Version, r.Kind)]; !ok {
-			table[key(r.Group, r.Version, r.Kind)] = r
+	sort.Slice(ix.all, func(i, j int) bool {
+		a, b := ix.all[i], ix.all[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
 		}
-	}
-	for k, r := range table {
-		if why, ok := review[key(r.Group, r.Version, r.Kind)]; ok {
-			r.Review = why
-		} else if why, ok := review[key(r.Group, r.Version, "*")]; ok {
-			r.Review = why
+		if a.Version != b.Version {
+			return a.Version < b.Version
 		}
-		table[k] = r
-	}
-	for _, r := range table {
-		all = append(all, r)
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].Group != all[j].Group {
-			return all[i].Group < all[j].Group
-		}
-		if all[i].Version != all[j].Version {
-			return all[i].Version < all[j].Version
-		}
-		return all[i].Kind < all[j].Kind
+		return a.Kind < b.Kind
 	})
+	return ix
+}
+
+// nextOf reads a row's successor: "group/version", or "group/version|Kind" when the kind
+// changes.
+func nextOf(next, kind string) schema.GroupVersionKind {
+	if next == "" {
+		return schema.GroupVersionKind{}
+	}
+	gvs, k, ok := strings.Cut(next, "|")
+	if ok {
+		kind = k
+	}
+	gv, _ := schema.ParseGroupVersion(gvs)
+	return gv.WithKind(kind)
 }
 
 // Lookup returns the removal of a kind at an apiVersion ("policy/v1beta1", "v1beta1"), if
-// Kubernetes removed it.
+// Kubernetes removed it or plans to.
 func Lookup(apiVersion, kind string) (Removal, bool) {
-	once.Do(load)
+	r, ok := find(apiVersion, kind)
+	if !ok || r.RemovedIn == "" {
+		return Removal{}, false
+	}
+	return r, true
+}
+
+// Deprecated returns the row of a kind at an apiVersion when a cluster at minor 1.minor serves
+// it deprecated, with its replacement for that cluster.
+func Deprecated(apiVersion, kind string, minor int) (Removal, bool) {
+	r, ok := find(apiVersion, kind)
+	if !ok || !r.DeprecatedAt(minor) {
+		return Removal{}, false
+	}
+	return r.At(minor), true
+}
+
+// Listed reports whether the table has a row for a kind at an apiVersion (removed or
+// deprecated at some release): most manifests use none.
+func Listed(apiVersion, kind string) bool {
+	_, ok := find(apiVersion, kind)
+	return ok
+}
+
+func find(apiVersion, kind string) (Removal, bool) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return Removal{}, false
 	}
-	r, ok := table[key(gv.Group, gv.Version, kind)]
+	r, ok := index().byKey[key(gv.Group, gv.Version, kind)]
 	return r, ok
 }
 
-// All returns every removal, sorted by group, version and kind.
+// Table returns every row, removed or deprecated, sorted by group, version and kind.
+func Table() []Removal { return append([]Removal(nil), index().all...) }
+
+// All returns every removal (removed or planned), sorted by group, version and kind.
 func All() []Removal {
-	once.Do(load)
-	return append([]Removal(nil), all...)
+	var out []Removal
+	for _, r := range index().all {
+		if r.RemovedIn != "" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
-// Source names what the table is derived from, for `explain api/removed`.
+// Deprecations returns every row with a deprecation release, sorted like All: what
+// api/deprecated-in-target judges.
+func Deprecations() []Removal {
+	var out []Removal
+	for _, r := range index().all {
+		if r.DeprecatedIn != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Source names what the table comes from, for `explain api/`.
 func Source() string {
-	return "k8s.io/api " + APIModuleVersion + " prerelease-lifecycle methods (APILifecycleRemoved, APILifecycleReplacement), with " +
-		strconv.Itoa(len(filled)) + " cited entries for kinds deleted from k8s.io/api"
+	return "the Kubernetes deprecated API migration guide (" + guide + ") and the prerelease-lifecycle methods of k8s.io/api " +
+		APIModuleVersion + ", cited row by row in internal/removedapi/table.go; " + strconv.Itoa(len(index().all)) + " group/version/kinds"
 }
 
 // ParseVersion reads the major and minor of a Kubernetes version as clusters and distributions

@@ -73,7 +73,7 @@ func rewriteManifest(manifest string, minor int) (string, []docChange, []string,
 			refusals = append(refusals, fmt.Sprintf("%s uses %s, removed in Kubernetes %s with no replacement API", ref, av, rm.RemovedIn))
 			out.WriteString(text)
 			return nil
-		case rm.Review != "":
+		case rm.NeedsReview(m):
 			refusals = append(refusals, fmt.Sprintf("%s uses %s; its replacement %s needs a manual review: %s", ref, av, to, rm.Review))
 			out.WriteString(text)
 			return nil

@@ -81,3 +81,13 @@ func TestRewriteManifestRefusesWhatNeedsReview(t *testing.T) {
 		t.Errorf("err %v, changes %v, refusals %v", err, changes, refusals)
 	}
 }
+
+// A policy/v1beta1 PodDisruptionBudget with an explicitly empty selector protects no pod; as
+// policy/v1 it would protect every pod of its namespace: the rewrite is refused for it alone.
+func TestRewriteManifestRefusesAPodDisruptionBudgetWithAnEmptySelector(t *testing.T) {
+	m := "---\napiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: drain-guard\nspec:\n  maxUnavailable: 0\n  selector: {}\n"
+	_, changes, refusals, err := rewriteManifest(m, 25)
+	if err != nil || len(changes) != 0 || len(refusals) != 1 || !strings.Contains(refusals[0], "empty spec.selector") {
+		t.Errorf("err %v, changes %v, refusals %v", err, changes, refusals)
+	}
+}
