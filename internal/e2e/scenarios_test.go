@@ -99,9 +99,9 @@ func TestScenariosScanTheSameLive(t *testing.T) {
 // viewResult is what every view must agree on: the incidents (root cause and the object it
 // is about), each cluster's status and the verdict.
 type viewResult struct {
-	Verdict   string `json:"verdict"`
-	FailOn    string `json:"failOn"`
-	Clock     struct{ Source string } `json:"clock"`
+	Verdict   string                          `json:"verdict"`
+	FailOn    string                          `json:"failOn"`
+	Clock     struct{ Source string }         `json:"clock"`
 	Clusters  []struct{ Name, Status string } `json:"clusters"`
 	Incidents []struct {
 		RootCause struct {
