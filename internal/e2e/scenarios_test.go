@@ -17,7 +17,9 @@ import (
 
 // liveScenarios are catalogue scenarios, one or two per family, replayed into real API servers
 // (one per cluster of the scenario) and scanned live: each must give the findings its offline
-// scan gives. (pod/terminating-stuck cannot be replayed: the server stamps deletionTimestamp
+// scan gives, and serve on the same servers the incidents, statuses and verdict of the live
+// scan. Logs decide the root cause in crd/missing-downstream-agent (an agent crash-looping on a
+// missing CRD), agent/tls and pod/crashloop. (pod/terminating-stuck cannot be replayed: the server stamps deletionTimestamp
 // with the time of the replay, not the time recorded in the bundle.)
 var liveScenarios = []string{
 	"helm/release-pending-positive",

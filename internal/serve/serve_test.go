@@ -176,8 +176,9 @@ func TestServeExample(t *testing.T) {
 		for _, n := range []string{"local", "prod-eu-1", "prod-ap-1"} {
 			targets = append(targets, source.Target{Name: n, Server: f.envs[n].Config.Host, Config: f.envs[n].Config})
 		}
-		// The scan reads pod logs; serve does not (the test servers have no kubelet, and no
-		// log proxy is put in front of them here), so both judge without logs.
+		// Both read pod logs, but the test servers have no kubelet and no log proxy is put
+		// in front of them here, so both judge without logs (TestServeReadsCrashLoopLogsOnce
+		// reads them through one).
 		snap, err := (&source.Live{Targets: targets, MaxLogPods: -1}).Load(t.Context())
 		if err != nil {
 			t.Fatal(err)
