@@ -60,8 +60,8 @@ crossed by time alone (an agent that stopped checking in) is seen without any ch
 
 Endpoints on --listen:
   /                 the dashboard: incidents first, then one row per cluster (auto-refreshing)
-  /api/v1/findings  the last evaluation as JSON (the shape of 'unstick scan -o json', with the
-                    verdict at --fail-on as scan gives it)
+  /api/v1/findings  the last evaluation as JSON (the shape of 'unstick scan -o json',
+                    with the verdict at --fail-on as scan gives it)
   /metrics          Prometheus metrics: unstick_findings{id,severity,cluster},
                     unstick_fleet_agent_heartbeat_age_seconds, unstick_fleet_agent_drift_seconds,
                     unstick_helm_release_pending_seconds, unstick_suc_plan_stuck_seconds,
@@ -87,10 +87,10 @@ Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unst
 In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
 --cluster-name.
 
-Container logs are read as 'unstick scan' reads them live (pods/log): the agents' and those of
-containers that are not ready or have restarted, at most --max-log-reads at once. A previous
-log is read again only when its container restarts again; a current log at most every 2
-minutes. Registries are not probed: image checks judge from events and statuses.
+Container logs are read as 'unstick scan' reads them live (pods/log): the agents' and
+those of containers that are not ready or have restarted, at most --max-log-reads at once. A
+previous log is read again only when its container restarts again; a current log at most
+every 2 minutes. Registries are not probed: image checks judge from events and statuses.
 
 The verdict (/api/v1/findings, unstick_verdict, the dashboard) is scan's: findings at or above
 --fail-on, else incomplete when part of the fleet could not be read, else clear;
