@@ -164,17 +164,18 @@ func (s *Server) poke() {
 // fails, naming why for each, and nothing is logged besides the error it returns.
 func (s *Server) Start(ctx context.Context) error {
 	members := s.currentMembers()
-	var failed []string
+	var failed []*member
+	var why []string
 	for _, m := range members {
 		if err := s.startMember(ctx, m); err != nil {
-			failed = append(failed, m.failed.Message)
+			failed, why = append(failed, m), append(why, m.failed.Message)
 		}
 	}
 	if len(failed) == len(members) {
-		return fmt.Errorf("no cluster could be watched: %s", strings.Join(failed, "; "))
+		return fmt.Errorf("no cluster could be watched: %s", strings.Join(why, "; "))
 	}
-	for _, msg := range failed {
-		s.o.Log.Error("cannot watch", "err", msg)
+	for _, m := range failed {
+		s.o.Log.Error("cannot watch", "cluster", m.t.Name, "err", m.failed.Message)
 	}
 	s.started = true
 	return nil
