@@ -241,7 +241,7 @@ func (o *serveOptions) serveOptions(targets []source.Target) (serve.Options, err
 	opts := serve.Options{
 		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
 		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
-		Now: o.judge.nowTime, FailOn: o.judge.failSev, AllowIncomplete: o.judge.allowIncomplete, LogReads: o.logReads,
+		Now: o.judge.nowTime, FailOn: o.judge.failSev, AllowIncomplete: o.judge.allowIncomplete, LogReads: o.logReads, LogLines: o.kube.logLines,
 	}
 	if o.kube.rancher.on || o.kube.rancher.url != "" {
 		// The same discovery as at start; each change of the list is one line on stderr,

@@ -56,18 +56,27 @@ func (r logRead) fresh(previous bool, now time.Time) bool {
 // podLogs reads the container logs the checks read, as the live scan picks them
 // (source.LogRequests) and reads them (source.TailLog), and keeps them between evaluations.
 type podLogs struct {
-	core  corev1client.PodsGetter
-	limit int
+	core corev1client.PodsGetter
+	logReading
 
 	mu sync.Mutex
 	by map[logKey]logRead
 }
 
-func newPodLogs(core corev1client.PodsGetter, limit int) *podLogs {
-	if limit < 1 {
-		limit = DefaultLogReads
+// logReading says how container logs are read: at most limit at once, the last lines of each.
+type logReading struct {
+	limit int
+	lines int64
+}
+
+func newPodLogs(core corev1client.PodsGetter, r logReading) *podLogs {
+	if r.limit < 1 {
+		r.limit = DefaultLogReads
 	}
-	return &podLogs{core: core, limit: limit, by: map[logKey]logRead{}}
+	if r.lines < 1 {
+		r.lines = source.DefaultLogLines
+	}
+	return &podLogs{core: core, logReading: r, by: map[logKey]logRead{}}
 }
 
 // feed adds the logs of pods to b: those read before and still fresh from the cache, the
@@ -137,7 +146,7 @@ func (l *podLogs) readNow(reqs []source.LogRequest, todo []int, out []logRead) {
 }
 
 func (l *podLogs) readOne(ctx context.Context, q source.LogRequest) logRead {
-	lines, err := source.TailLog(ctx, l.core, q, source.DefaultLogLines)
+	lines, err := source.TailLog(ctx, l.core, q, l.lines)
 	switch {
 	case err == nil:
 		return logRead{lines: lines, at: time.Now()}

@@ -48,6 +48,9 @@ type Options struct {
 	AllowIncomplete bool
 	// LogReads bounds how many container logs are read at once; DefaultLogReads when 0.
 	LogReads int
+	// LogLines is how many lines of each container log are read (--log-lines, as in scan);
+	// source.DefaultLogLines when 0.
+	LogLines int64
 	// Debounce is how long the caches must be quiet after a change before the checks run
 	// again (at most 5× that under constant churn). Default 500ms.
 	Debounce time.Duration

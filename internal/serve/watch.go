@@ -71,8 +71,8 @@ type watched struct {
 // done reports whether the informer has listed, or was refused and says so.
 func (x watched) done() bool { return x.inf.HasSynced() || x.forbidden.Load() != nil }
 
-// newClusterWatch prepares the watch of one cluster; logReads bounds its concurrent log reads.
-func newClusterWatch(t source.Target, resync time.Duration, logReads int, onChange func()) (*clusterWatch, error) {
+// newClusterWatch prepares the watch of one cluster; logs says how its container logs are read.
+func newClusterWatch(t source.Target, resync time.Duration, logs logReading, onChange func()) (*clusterWatch, error) {
 	cfg := rest.CopyConfig(t.Config)
 	cfg.QPS, cfg.Burst = 50, 100
 	// A watch is long-lived: the scan's overall timeout must not cut it.
@@ -89,7 +89,7 @@ func newClusterWatch(t source.Target, resync time.Duration, logReads int, onChan
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Label(), err)
 	}
-	w.logs = newPodLogs(kube.CoreV1(), logReads)
+	w.logs = newPodLogs(kube.CoreV1(), logs)
 	return w, nil
 }
 
