@@ -80,10 +80,11 @@ func newPodLogs(core corev1client.PodsGetter, r logReading) *podLogs {
 }
 
 // feed adds the logs of pods to b: those read before and still fresh from the cache, the
-// others read now, at most limit at once. Logs no longer asked for are forgotten.
-func (l *podLogs) feed(b *snapshot.Builder, cluster string, pods []*corev1.Pod) {
+// others read now, at most limit at once, until stop closes. Logs no longer asked for are
+// forgotten.
+func (l *podLogs) feed(b *snapshot.Builder, cluster string, pods []*corev1.Pod, stop <-chan struct{}) {
 	reqs := source.LogRequests(pods, source.DefaultMaxLogPods)
-	reads := l.read(reqs)
+	reads := l.read(reqs, stop)
 	for i, q := range reqs {
 		r := reads[i]
 		switch {
@@ -98,7 +99,7 @@ func (l *podLogs) feed(b *snapshot.Builder, cluster string, pods []*corev1.Pod) 
 }
 
 // read returns a read of each request, reading only what the cache does not hold fresh.
-func (l *podLogs) read(reqs []source.LogRequest) []logRead {
+func (l *podLogs) read(reqs []source.LogRequest, stop <-chan struct{}) []logRead {
 	now := time.Now()
 	out := make([]logRead, len(reqs))
 	keys := make([]logKey, len(reqs))
@@ -114,7 +115,7 @@ func (l *podLogs) read(reqs []source.LogRequest) []logRead {
 		todo = append(todo, i)
 	}
 	l.mu.Unlock()
-	l.readNow(reqs, todo, out)
+	l.readNow(reqs, todo, out, stop)
 	for _, i := range todo {
 		if !out[i].at.IsZero() {
 			keep[keys[i]] = out[i]
@@ -127,10 +128,18 @@ func (l *podLogs) read(reqs []source.LogRequest) []logRead {
 }
 
 // readNow reads reqs[i] for every i of todo into out[i], at most limit at once. A read cut
-// short by the timeout is left unstamped, so the next evaluation reads it again.
-func (l *podLogs) readNow(reqs []source.LogRequest, todo []int, out []logRead) {
+// short by the timeout or by stop (serve ending, the cluster no longer watched) is left
+// unstamped, so the next evaluation reads it again.
+func (l *podLogs) readNow(reqs []source.LogRequest, todo []int, out []logRead, stop <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), logReadTimeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	sem := make(chan struct{}, l.limit)
 	var wg sync.WaitGroup
 	for _, i := range todo {

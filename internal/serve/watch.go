@@ -383,7 +383,7 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	}
 	// The logs of the agents and of failing containers, as the live scan reads them: a
 	// crash-looping agent's log names what it dies on (a missing CRD, a refused certificate).
-	w.logs.feed(b, w.t.Name, pods)
+	w.logs.feed(b, w.t.Name, pods, w.stop)
 }
 
 // addCached adds cached objects to a snapshot builder in a stable order (namespace, name), which
