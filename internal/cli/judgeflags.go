@@ -28,9 +28,9 @@ type judgeFlags struct {
 	failOn          string
 	allowIncomplete bool
 	// noFailOn leaves --fail-on out (fix: incidents remain or not), noVerdict also
-	// --allow-incomplete (serve, which has no exit code to give).
+	// --allow-incomplete (a verb with no verdict to give).
 	noFailOn, noVerdict bool
-	// noNow leaves --now out (serve judges at the wall clock).
+	// noNow leaves --now out (a verb that judges only at the wall clock).
 	noNow bool
 
 	nowTime time.Time

@@ -44,10 +44,12 @@ type serveOptions struct {
 	// findings and the metrics are served (auto: on in a pod).
 	authn    string
 	maxConns int
+	// logReads bounds the container logs read at once (serve.Options.LogReads).
+	logReads int
 }
 
 func newServeCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &serveOptions{s: s, g: g, kube: newKubeFlags(), judge: judgeFlags{noVerdict: true, noNow: true}}
+	o := &serveOptions{s: s, g: g, kube: newKubeFlags(), judge: judgeFlags{}}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Watch the fleet continuously: Prometheus metrics, health endpoints and a dashboard",
@@ -58,7 +60,8 @@ crossed by time alone (an agent that stopped checking in) is seen without any ch
 
 Endpoints on --listen:
   /                 the dashboard: incidents first, then one row per cluster (auto-refreshing)
-  /api/v1/findings  the last evaluation as JSON (the shape of 'unstick scan -o json')
+  /api/v1/findings  the last evaluation as JSON (the shape of 'unstick scan -o json',
+                    with the verdict at --fail-on as scan gives it)
   /metrics          Prometheus metrics: unstick_findings{id,severity,cluster},
                     unstick_fleet_agent_heartbeat_age_seconds, unstick_fleet_agent_drift_seconds,
                     unstick_helm_release_pending_seconds, unstick_suc_plan_stuck_seconds,
@@ -82,8 +85,18 @@ unstick_scan_errors without a cluster label, until a list answers again.
 
 Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unstick.
 In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
---cluster-name. Pod logs and registries are not read in this mode: checks that classify logs or
-probe images judge from events, conditions and statuses.
+--cluster-name.
+
+Container logs are read as 'unstick scan' reads them live (pods/log): the agents' and
+those of containers that are not ready or have restarted, at most --max-log-reads at once. A
+previous log is read again only when its container restarts again; a current log at most
+every 2 minutes. Registries are not probed: image checks judge from events and statuses.
+
+The verdict (/api/v1/findings, unstick_verdict, the dashboard) is scan's: findings at or above
+--fail-on, else incomplete when part of the fleet could not be read, else clear;
+unstick_verdict_failing is 1 when scan would exit non-zero (--allow-incomplete accepts an
+incomplete read there). --now is for data replayed into a cluster (a test bed): it fixes the
+time every evaluation judges at; on a live fleet leave it out.
 
 Memory: serve keeps every watched object decoded once, trimmed and with shared strings, and
 runs Go's garbage collector at GOGC=50 unless GOGC is set (set GOMEMLIMIT too in a container;
@@ -100,7 +113,10 @@ the Helm chart sets it from the memory limit).`,
   unstick serve --rancher --context rancher
 
   # Treat a Helm release as stuck after 5 minutes
-  unstick serve --threshold helm.pendingAfter=5m`,
+  unstick serve --threshold helm.pendingAfter=5m
+
+  # A test bed holding a replayed bundle, judged at the bundle's collection time
+  unstick serve --context testbed --now 2026-11-28T09:30:00Z`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.kubeUsed = o.kube.used(cmd.Flags())
@@ -117,7 +133,10 @@ the Helm chart sets it from the memory limit).`,
 	f.DurationVar(&o.debounce, "debounce", 500*time.Millisecond, "wait this long for changes to settle before evaluating again")
 	f.DurationVar(&o.interval, "interval", 30*time.Second, "evaluate at least this often, so ages and time thresholds move without changes")
 	f.DurationVar(&o.rancherRefresh, "rancher-refresh", time.Minute, "with --rancher or --rancher-url: list Rancher's clusters again this often, watching new ones and dropping deleted ones (0: only at start)")
-	o.judge.addFlags(f, "", "")
+	o.judge.addFlags(f, "error", "the verdict is \"findings\" when a finding is at or above this severity: critical|error|warning|info|none")
+	f.Lookup("now").Usage = "only for data replayed into a cluster: judge every evaluation as of this RFC 3339 time (default: the time of each evaluation)"
+	f.Lookup("allow-incomplete").Usage = "unstick_verdict_failing is 0 rather than 1 when nothing was found but part of the fleet could not be read"
+	f.IntVar(&o.logReads, "max-log-reads", serve.DefaultLogReads, "read at most this many container logs at once")
 	f.StringVar(&o.clusterName, "cluster-name", "in-cluster", "in a pod without a kubeconfig: the name of this cluster in metrics and reports")
 	f.StringVar(&o.authn, "authn", "auto", "auto, on or off: require a Kubernetes bearer token allowed to get the path under /unstick (TokenReview and SubjectAccessReview) for the dashboard, /api/v1/findings and /metrics; auto: on in a pod")
 	f.IntVar(&o.maxConns, "max-connections", serve.DefaultLimits().MaxConns, "serve at most this many connections at once; more wait until one closes")
@@ -142,6 +161,9 @@ func (o *serveOptions) complete() error {
 	}
 	if o.maxConns < 1 {
 		return usageErrorf("--max-connections must be at least 1")
+	}
+	if o.logReads < 1 {
+		return usageErrorf("--max-log-reads must be at least 1")
 	}
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return usageErrorf("--listen %q: %v", o.listen, err)
@@ -172,6 +194,11 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The watches start before anything listens: when no cluster can be watched, serve says
+	// so once and never claims a dashboard.
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
 	hs, httpErr, err := o.startHTTP(srv.Handler(), len(targets), opts.Auth != nil)
 	if err != nil {
 		return err
@@ -214,6 +241,7 @@ func (o *serveOptions) serveOptions(targets []source.Target) (serve.Options, err
 	opts := serve.Options{
 		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
 		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
+		Now: o.judge.nowTime, FailOn: o.judge.failSev, AllowIncomplete: o.judge.allowIncomplete, LogReads: o.logReads, LogLines: o.kube.logLines,
 	}
 	if o.kube.rancher.on || o.kube.rancher.url != "" {
 		// The same discovery as at start; each change of the list is one line on stderr,

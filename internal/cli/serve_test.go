@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,12 @@ func TestServeUsage(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "/metrics") || !strings.Contains(out, "--listen") || !strings.Contains(out, "--rancher-refresh duration") {
 		t.Errorf("serve --help: exit %d\n%s", code, out)
 	}
+	// The judging flags of scan, --now said to be for replays only.
+	for _, want := range []string{"--fail-on string", "--allow-incomplete", "--now string", "only for data replayed into a cluster", "--max-log-reads int"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
 	for _, args := range [][]string{
 		{"serve", "--listen", "no-port"},
 		{"serve", "--interval", "0s"},
@@ -23,6 +30,9 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "--rancher", "--rancher-refresh", "-1m"},
 		{"serve", "--authn", "maybe"},
 		{"serve", "--max-connections", "0"},
+		{"serve", "--max-log-reads", "0"},
+		{"serve", "--now", "yesterday"},
+		{"serve", "--fail-on", "severe"},
 	} {
 		if _, errOut, code := run(t, args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, ExitUsage, errOut)
@@ -72,5 +82,38 @@ func TestServeAuthnMode(t *testing.T) {
 		if err != nil || (a != nil) != c.guarded {
 			t.Errorf("--authn=%s: guarded %v (%v), want %v", c.mode, a != nil, err, c.guarded)
 		}
+	}
+}
+
+// A cluster that cannot be reached: serve says so once and exits 1, and never claims a
+// dashboard that nothing will serve.
+func TestServeUnreachableSaysItOnce(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	// 127.0.0.1:1 refuses connections: nothing listens on tcpmux.
+	cfg := `apiVersion: v1
+kind: Config
+clusters:
+- name: prod-eu-1
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: prod-eu-1
+  user: {token: not-a-secret}
+contexts:
+- name: prod-eu-1
+  context: {cluster: prod-eu-1, user: prod-eu-1}
+current-context: prod-eu-1
+`
+	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "serve", "--kubeconfig", kc, "--listen", "127.0.0.1:0", "--authn", "off")
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d", code, ExitFailed)
+	}
+	if strings.Contains(errOut, "dashboard on") {
+		t.Errorf("serve announced a dashboard though no cluster could be watched:\n%s", errOut)
+	}
+	if n := strings.Count(errOut, "cannot reach the API server"); n != 1 {
+		t.Errorf("the error is printed %d times, want once:\n%s", n, errOut)
 	}
 }

@@ -88,8 +88,8 @@ func TestServeRBACScanRoleIsEnough(t *testing.T) {
 		if len(got.Findings) == 0 {
 			t.Fatal("serve as the ServiceAccount lists no findings")
 		}
-		// serve judges without logs and registries; every finding it makes, scan makes too,
-		// and the root causes of the example are there.
+		// serve probes no registry; every finding it makes, scan makes too, and the root
+		// causes of the example are there.
 		ids := map[string]bool{}
 		for _, f := range want.Findings {
 			ids[f.ID] = true

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -13,7 +17,9 @@ import (
 
 // liveScenarios are catalogue scenarios, one or two per family, replayed into real API servers
 // (one per cluster of the scenario) and scanned live: each must give the findings its offline
-// scan gives. (pod/terminating-stuck cannot be replayed: the server stamps deletionTimestamp
+// scan gives, and serve on the same servers the incidents, statuses and verdict of the live
+// scan. Logs decide the root cause in crd/missing-downstream-agent (an agent crash-looping on a
+// missing CRD), agent/tls and pod/crashloop. (pod/terminating-stuck cannot be replayed: the server stamps deletionTimestamp
 // with the time of the replay, not the time recorded in the bundle.)
 var liveScenarios = []string{
 	"helm/release-pending-positive",
@@ -87,6 +93,85 @@ func TestScenariosScanTheSameLive(t *testing.T) {
 			if t.Failed() {
 				t.Logf("live scan errors: %+v\nstderr: %s", live.Errors, liveErr)
 			}
+			serveTellsWhatScanTells(t, path, at, liveOut)
 		})
+	}
+}
+
+// viewResult is what every view must agree on: the incidents (root cause and the object it
+// is about), each cluster's status and the verdict.
+type viewResult struct {
+	Verdict   string                          `json:"verdict"`
+	FailOn    string                          `json:"failOn"`
+	Clock     struct{ Source string }         `json:"clock"`
+	Clusters  []struct{ Name, Status string } `json:"clusters"`
+	Incidents []struct {
+		RootCause struct {
+			ID, Cluster string
+			Object      struct{ Kind, Namespace, Name string }
+		} `json:"rootCause"`
+		Clusters []string `json:"clusters"`
+	} `json:"incidents"`
+}
+
+func parseView(t *testing.T, what string, b []byte) viewResult {
+	t.Helper()
+	var r viewResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s is not a JSON report: %v\n%s", what, err, b)
+	}
+	return r
+}
+
+// incidents are "id cluster kind/ns/name → affected clusters" lines, sorted.
+func (r viewResult) incidents() []string {
+	var out []string
+	for _, i := range r.Incidents {
+		o := i.RootCause.Object
+		out = append(out, fmt.Sprintf("%s %s %s/%s/%s → %s", i.RootCause.ID, i.RootCause.Cluster, o.Kind, o.Namespace, o.Name, strings.Join(i.Clusters, ",")))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r viewResult) statuses() []string {
+	var out []string
+	for _, c := range r.Clusters {
+		out = append(out, c.Name+" "+c.Status)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// serveTellsWhatScanTells runs serve on the same kubeconfig (the same API servers, the
+// same log proxies), judged at the scenario's collection time, and holds its
+// /api/v1/findings to the live scan's report: the same incidents, cluster statuses and
+// verdict, read at the same clock. Scenarios whose root cause only a log names (a crash-looping
+// agent's missing CRD, its TLS failure) hold serve to reading logs as scan does.
+func serveTellsWhatScanTells(t *testing.T, kubeconfig, at, scanOut string) {
+	t.Helper()
+	addr, stderr := runServe(t, "--kubeconfig", kubeconfig, "--all-contexts", "--now", at)
+	scan := parseView(t, "scan -o json", []byte(scanOut))
+	serve := parseView(t, "/api/v1/findings", httpGet(t, "http://"+addr+"/api/v1/findings"))
+	if d := diff(scan.incidents(), serve.incidents()); d != "" {
+		t.Errorf("serve's incidents differ from scan's (- scan only, + serve only):\n%s", d)
+	}
+	if d := diff(scan.statuses(), serve.statuses()); d != "" {
+		t.Errorf("serve's cluster statuses differ from scan's:\n%s", d)
+	}
+	if scan.Verdict != serve.Verdict || scan.FailOn != serve.FailOn || serve.Clock.Source != scan.Clock.Source {
+		t.Errorf("serve: verdict %q at --fail-on %s, clock %s; scan: %q at %s, clock %s", serve.Verdict, serve.FailOn, serve.Clock.Source, scan.Verdict, scan.FailOn, scan.Clock.Source)
+	}
+	metrics := string(httpGet(t, "http://"+addr+"/metrics"))
+	for _, c := range serve.Clusters {
+		if want := fmt.Sprintf("unstick_cluster_status{cluster=%q,status=%q} 1", c.Name, c.Status); !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if want := fmt.Sprintf("unstick_verdict{verdict=%q} 1", serve.Verdict); !strings.Contains(metrics, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	if t.Failed() {
+		t.Logf("serve stderr:\n%s", stderr.String())
 	}
 }

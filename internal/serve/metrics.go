@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/report"
 )
 
 // metrics are serve's Prometheus series, registered on the registry the caller passes in.
@@ -27,6 +28,11 @@ type metrics struct {
 	nodeCordoned *prometheus.Desc
 	scanErrors   *prometheus.Desc
 	removedUses  *prometheus.Desc
+	status       *prometheus.Desc
+	verdict      *prometheus.Desc
+	failing      *prometheus.Desc
+	// allowIncomplete is --allow-incomplete: an incomplete read does not count as failing.
+	allowIncomplete bool
 
 	scanDuration prometheus.Histogram
 	evaluations  prometheus.Counter
@@ -55,6 +61,12 @@ func newMetrics(reg prometheus.Registerer, version string, last func() *state) *
 		removedUses: prometheus.NewDesc("unstick_api_removed_in_target_uses",
 			"Documents (Helm release manifests, Fleet bundle files) that use an API the Kubernetes version the cluster's next upgrade installs no longer serves (api/removed-in-target), by cluster, that version and where they are stored (helm or fleet).",
 			[]string{"cluster", "kubernetes_version", "source"}, nil),
+		status: prometheus.NewDesc("unstick_cluster_status",
+			"Always 1: the status of each cluster as the report gives it (the worst severity of the incidents affecting it, wherever their evidence is; else ok, incomplete, no data or hidden).", []string{"cluster", "status"}, nil),
+		verdict: prometheus.NewDesc("unstick_verdict",
+			"Always 1: the verdict of the last evaluation at --fail-on, as 'unstick scan' gives it (findings, incomplete or clear).", []string{"verdict"}, nil),
+		failing: prometheus.NewDesc("unstick_verdict_failing",
+			"1 when 'unstick scan' with the same --fail-on and --allow-incomplete would exit non-zero on this evaluation (3 findings, 4 incomplete), else 0.", nil, nil),
 		scanErrors: prometheus.NewDesc("unstick_scan_errors",
 			"Things the last evaluation could not read or judge (forbidden, not served, a failed check), by cluster.", []string{"cluster"}, nil),
 		scanDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unstick_scan_duration_seconds",
@@ -75,7 +87,7 @@ func newMetrics(reg prometheus.Registerer, version string, last func() *state) *
 
 // Describe implements prometheus.Collector for the per-finding series.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.staleAfter, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors, m.removedUses} {
+	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.staleAfter, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors, m.removedUses, m.status, m.verdict, m.failing} {
 		ch <- d
 	}
 }
@@ -157,6 +169,45 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for c, n := range errs {
 		gauge(m.scanErrors, float64(n), c)
 	}
+	m.collectVerdict(st.report, gauge)
+}
+
+// collectVerdict exports the report's cluster statuses and verdict as they are: every view
+// takes them from the report (report.StatusOf), none derives its own.
+func (m *metrics) collectVerdict(rep *report.Report, gauge func(*prometheus.Desc, float64, ...string)) {
+	for _, c := range statusClusters(rep) {
+		status, _ := rep.StatusOf(c)
+		gauge(m.status, 1, c, status)
+	}
+	gauge(m.verdict, 1, rep.Verdict)
+	failing := rep.Verdict == report.VerdictFindings || (rep.Verdict == report.VerdictIncomplete && !m.allowIncomplete)
+	v := 0.0
+	if failing {
+		v = 1
+	}
+	gauge(m.failing, v)
+}
+
+// statusClusters are the clusters a status is shown for: every cluster read, and every
+// cluster an incident affects (a downstream cluster known only to its management cluster).
+func statusClusters(rep *report.Report) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(c string) {
+		if c != "" && !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, c := range rep.Clusters {
+		add(c.Name)
+	}
+	for _, inc := range rep.Incidents {
+		for _, c := range inc.Clusters {
+			add(c)
+		}
+	}
+	return out
 }
 
 // removedInTargetUses counts the documents of api/removed-in-target findings by the cluster

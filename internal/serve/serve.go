@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,20 @@ type Options struct {
 	// Clock is the time evaluations judge at; time.Now when nil. Tests inject one to age a
 	// heartbeat without waiting.
 	Clock func() time.Time
+	// Now, when set, is the time every evaluation judges at instead of Clock (--now: for
+	// data replayed into a cluster, judged at the time it was collected).
+	Now time.Time
+	// FailOn is the severity from which a finding makes the verdict "findings" (--fail-on,
+	// as in scan); 0: no finding does.
+	FailOn finding.Severity
+	// AllowIncomplete accepts an incomplete read in the verdict's exit code gauge, as
+	// --allow-incomplete makes scan exit 0 on one (the report's verdict still says it).
+	AllowIncomplete bool
+	// LogReads bounds how many container logs are read at once; DefaultLogReads when 0.
+	LogReads int
+	// LogLines is how many lines of each container log are read (--log-lines, as in scan);
+	// source.DefaultLogLines when 0.
+	LogLines int64
 	// Debounce is how long the caches must be quiet after a change before the checks run
 	// again (at most 5× that under constant churn). Default 500ms.
 	Debounce time.Duration
@@ -62,6 +77,8 @@ type Server struct {
 	o       Options
 	metrics *metrics
 	changed chan struct{}
+	// started: Start has started the informers (before Run, from the same goroutine).
+	started bool
 
 	// wmu guards the watched clusters, which Rediscover changes while serve runs.
 	wmu     sync.Mutex
@@ -126,6 +143,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, changed: make(chan struct{}, 1), evaluated: make(chan struct{})}
 	s.metrics = newMetrics(o.Registry, o.Version, s.snapshotState)
+	s.metrics.allowIncomplete = o.AllowIncomplete
 	for _, t := range o.Targets {
 		m, err := s.newMember(t)
 		if err != nil {
@@ -144,20 +162,37 @@ func (s *Server) poke() {
 	}
 }
 
-// Run starts the informers and evaluates until ctx ends. A cluster that cannot be reached at
-// start is reported under errors and the others are watched; if none can be, Run fails.
-func (s *Server) Run(ctx context.Context) error {
+// Start starts the informers of every target; they run until ctx ends. A cluster that cannot
+// be reached is reported under errors and the others are watched; if none can be, Start
+// fails, naming why for each, and nothing is logged besides the error it returns.
+func (s *Server) Start(ctx context.Context) error {
 	members := s.currentMembers()
-	var failed []string
+	var failed []*member
+	var why []string
 	for _, m := range members {
 		if err := s.startMember(ctx, m); err != nil {
-			s.o.Log.Error("cannot watch", "cluster", m.t.Name, "err", m.failed.Message)
-			failed = append(failed, m.failed.Message)
+			failed, why = append(failed, m), append(why, m.failed.Message)
 		}
 	}
 	if len(failed) == len(members) {
-		return fmt.Errorf("no cluster could be watched: %s", failed[0])
+		return fmt.Errorf("no cluster could be watched: %s", strings.Join(why, "; "))
 	}
+	for _, m := range failed {
+		s.o.Log.Error("cannot watch", "cluster", m.t.Name, "err", m.failed.Message)
+	}
+	s.started = true
+	return nil
+}
+
+// Run evaluates until ctx ends, starting the informers first (Start) unless they were. It
+// waits for every cache to list before the first evaluation.
+func (s *Server) Run(ctx context.Context) error {
+	if !s.started {
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+	}
+	members := s.currentMembers()
 	// Wait for the first lists before judging: a half-filled cache would report findings
 	// (a missing CRD, an absent agent) that are not there.
 	start := time.Now()
@@ -238,9 +273,10 @@ func (s *Server) synced() bool {
 // filling its caches is left out for syncGrace, then declared with an error saying so.
 func (s *Server) evaluate() {
 	start := time.Now()
-	now := s.o.Clock().UTC()
+	wall := s.o.Clock().UTC()
 	b := snapshot.NewBuilder()
-	b.SetCollectedAt(now)
+	// Read just now, as a live scan's objects are: the evaluation time is this, or --now.
+	b.SetReadLive(wall)
 	s.wmu.Lock()
 	members := append([]*member(nil), s.members...)
 	synced := make([]bool, len(members))
@@ -266,7 +302,8 @@ func (s *Server) evaluate() {
 		b.Error(*listErr)
 	}
 	snap := b.Build()
-	rep := judge.Judge(snap, judge.Options{Now: now, Wallclock: now, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog, Config: s.o.Config}).Report
+	rep := judge.Judge(snap, judge.Options{Now: s.o.Now, Wallclock: wall, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog, Config: s.o.Config, FailOn: s.o.FailOn}).Report
+	now := rep.EvaluatedAt
 	st := &state{report: rep, ages: s.ages(snap, now)}
 	st.staleAfter = s.heartbeatStaleAfter(st.ages)
 	st.took = time.Since(start)

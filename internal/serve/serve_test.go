@@ -23,6 +23,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
+	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/source"
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
@@ -75,7 +76,7 @@ func startServe(tb testing.TB, debounce, interval time.Duration, thresholds map[
 		}
 	}
 	f.srv, err = New(Options{Targets: targets, Registry: f.reg, Catalog: cat, Thresholds: th, Clock: f.clock.now,
-		Debounce: debounce, Interval: interval, Version: "test"})
+		Debounce: debounce, Interval: interval, Version: "test", FailOn: finding.Error})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -176,8 +177,9 @@ func TestServeExample(t *testing.T) {
 		for _, n := range []string{"local", "prod-eu-1", "prod-ap-1"} {
 			targets = append(targets, source.Target{Name: n, Server: f.envs[n].Config.Host, Config: f.envs[n].Config})
 		}
-		// The scan reads pod logs; serve does not (the test servers have no kubelet, and no
-		// log proxy is put in front of them here), so both judge without logs.
+		// Both read pod logs, but the test servers have no kubelet and no log proxy is put
+		// in front of them here, so both judge without logs (TestServeReadsCrashLoopLogsOnce
+		// reads them through one).
 		snap, err := (&source.Live{Targets: targets, MaxLogPods: -1}).Load(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -237,6 +239,9 @@ func TestServeExample(t *testing.T) {
 			t.Fatalf("/api/v1/findings = %d", code)
 		}
 		var r struct {
+			Verdict       string `json:"verdict"`
+			FailOn        string `json:"failOn"`
+			Clock         struct{ Source string }
 			SchemaVersion string `json:"schemaVersion"`
 			Clusters      []struct{ Name string }
 			Incidents     []struct {
@@ -253,6 +258,11 @@ func TestServeExample(t *testing.T) {
 		}
 		if len(r.Errors) != 0 {
 			t.Errorf("errors: %+v", r.Errors)
+		}
+		// Error findings make the verdict at --fail-on error what scan's is; serve has no
+		// --now here, so the clock is the live one.
+		if r.Verdict != "findings" || r.FailOn != "error" || r.Clock.Source != "live" {
+			t.Errorf("verdict %q at --fail-on %q, clock %q: want findings at error, live", r.Verdict, r.FailOn, r.Clock.Source)
 		}
 		var roots []string
 		for _, i := range r.Incidents {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -54,6 +55,7 @@ type clusterWatch struct {
 
 	counts   crdCounts // objects of the CRDs with stored versions to migrate
 	nodePods nodePods  // pods on cordoned nodes outside the watched namespaces
+	logs     *podLogs  // the container logs the checks read, kept between evaluations
 }
 
 type watched struct {
@@ -69,7 +71,8 @@ type watched struct {
 // done reports whether the informer has listed, or was refused and says so.
 func (x watched) done() bool { return x.inf.HasSynced() || x.forbidden.Load() != nil }
 
-func newClusterWatch(t source.Target, resync time.Duration, onChange func()) (*clusterWatch, error) {
+// newClusterWatch prepares the watch of one cluster; logs says how its container logs are read.
+func newClusterWatch(t source.Target, resync time.Duration, logs logReading, onChange func()) (*clusterWatch, error) {
 	cfg := rest.CopyConfig(t.Config)
 	cfg.QPS, cfg.Burst = 50, 100
 	// A watch is long-lived: the scan's overall timeout must not cut it.
@@ -82,6 +85,11 @@ func newClusterWatch(t source.Target, resync time.Duration, onChange func()) (*c
 	if w.meta, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Label(), err)
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Label(), err)
+	}
+	w.logs = newPodLogs(kube.CoreV1(), logs)
 	return w, nil
 }
 
@@ -344,6 +352,7 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	crds, nodesRead := false, false
 	var crdList []*snapshot.CRD
 	var nodes []*corev1.Node
+	var pods []*corev1.Pod
 	for _, x := range informers {
 		if msg := x.forbidden.Load(); msg != nil && !x.inf.HasSynced() {
 			b.Error(finding.ScanError{Cluster: w.t.Name, Message: *msg})
@@ -361,6 +370,8 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 		case "CustomResourceDefinition":
 			crds = true
 			crdList = append(crdList, typedOf[*snapshot.CRD](items)...)
+		case "Pod":
+			pods = append(pods, typedOf[*corev1.Pod](items)...)
 		}
 	}
 	if crds {
@@ -370,6 +381,9 @@ func (w *clusterWatch) feed(b *snapshot.Builder) {
 	if nodesRead {
 		w.feedNodePods(b, nodes)
 	}
+	// The logs of the agents and of failing containers, as the live scan reads them: a
+	// crash-looping agent's log names what it dies on (a missing CRD, a refused certificate).
+	w.logs.feed(b, w.t.Name, pods, w.stop)
 }
 
 // addCached adds cached objects to a snapshot builder in a stable order (namespace, name), which

@@ -106,10 +106,10 @@ func (l *Live) defaults() {
 		l.PageSize = 500
 	}
 	if l.LogLines == 0 {
-		l.LogLines = 500
+		l.LogLines = DefaultLogLines
 	}
 	if l.MaxLogPods == 0 {
-		l.MaxLogPods = 40
+		l.MaxLogPods = DefaultMaxLogPods
 	}
 }
 
@@ -616,41 +616,10 @@ func runtimeFromUnstructured(obj map[string]any, into any) error {
 	return json.Unmarshal(b, into)
 }
 
-// logs reads the tail of the current and previous log of the pods the checks care about:
-// agents, and containers that are not ready or have restarted.
+// logs reads the tail of the current and previous log of the pods the checks care about
+// (LogRequests): agents, and containers that are not ready or have restarted.
 func (r *clusterReader) logs(ctx context.Context) {
-	type req struct {
-		p         *corev1.Pod
-		container string
-		previous  bool
-	}
-	var reqs []req
-	pods := 0
-	sort.Slice(r.pods, func(i, j int) bool {
-		return r.pods[i].Namespace+"/"+r.pods[i].Name < r.pods[j].Namespace+"/"+r.pods[j].Name
-	})
-	for _, p := range r.pods {
-		agent := strings.HasPrefix(p.Name, "fleet-agent") || strings.HasPrefix(p.Name, "cattle-cluster-agent") || strings.HasPrefix(p.Name, "system-upgrade-controller")
-		var picked []req
-		for _, cs := range p.Status.ContainerStatuses {
-			if !agent && cs.Ready && cs.RestartCount == 0 {
-				continue
-			}
-			if cs.State.Running != nil || cs.State.Terminated != nil {
-				picked = append(picked, req{p, cs.Name, false})
-			}
-			if cs.RestartCount > 0 {
-				picked = append(picked, req{p, cs.Name, true})
-			}
-		}
-		if len(picked) == 0 {
-			continue
-		}
-		if pods++; pods > r.l.MaxLogPods {
-			break
-		}
-		reqs = append(reqs, picked...)
-	}
+	reqs := LogRequests(r.pods, r.l.MaxLogPods)
 	sem := make(chan struct{}, r.l.Concurrency)
 	var wg sync.WaitGroup
 	for _, q := range reqs {
@@ -659,47 +628,19 @@ func (r *clusterReader) logs(ctx context.Context) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			lines, err := r.tail(ctx, q.p, q.container, q.previous)
+			lines, err := TailLog(ctx, r.kube.Core, q, r.l.LogLines)
 			if err != nil {
 				if apierrors.IsForbidden(err) {
-					r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: fmt.Sprintf("forbidden: cannot read logs of %s/%s (pods/log)", q.p.Namespace, q.p.Name)})
-					return
+					r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: LogForbidden(q)})
 				}
 				// A kubelet that does not answer, or a previous log that rotated away,
 				// leaves the checks with the pod's status and events: not a scan error.
 				return
 			}
-			file := "live " + r.t.Name + " logs/" + q.p.Namespace + "/" + q.p.Name + "/" + q.container
-			if q.previous {
-				file += ".previous.log"
-			} else {
-				file += ".log"
-			}
-			r.sink.AddLog(r.t.Name, q.p.Namespace, q.p.Name, q.container, q.previous, file, lines)
+			r.sink.AddLog(r.t.Name, q.Pod.Namespace, q.Pod.Name, q.Container, q.Previous, q.File(r.t.Name), lines)
 		}()
 	}
 	wg.Wait()
-}
-
-func (r *clusterReader) tail(ctx context.Context, p *corev1.Pod, container string, previous bool) ([]string, error) {
-	n := r.l.LogLines
-	// Lines above the tail, so that a key or a wrapped block the tail starts in is redacted
-	// as a whole before the tail is cut (tailLines).
-	fetch := n + logContextLines
-	var b []byte
-	err := retryRead(ctx, func() error {
-		rc, err := r.kube.Core.Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &fetch}).Stream(ctx)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		b, err = io.ReadAll(io.LimitReader(rc, 8<<20))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return tailLines(b, Limits{MaxLogLines: int(n), MaxLineBytes: DefaultLimits.MaxLineBytes}), nil
 }
 
 // logContextLines is how many lines above a log's tail are read to redact it: a 4096-bit
