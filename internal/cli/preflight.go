@@ -37,7 +37,7 @@ type preflightOptions struct {
 }
 
 func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &preflightOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}}
+	o := &preflightOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}, judge: judgeFlags{filterVerb: "judge"}}
 	cmd := &cobra.Command{
 		Use:   "preflight",
 		Short: "Go/no-go before an upgrade: images, kubectl, CRDs, Helm, agents, headroom, etcd",
@@ -78,10 +78,14 @@ Every finding scan reports is judged: a critical or error incident scan shows (a
 already stuck) blocks as much as a missing image. Blockers are marked "gate" when the catalogue
 lists their ID as an upgrade gate (` + "`unstick explain`" + ` shows it), "stuck" otherwise.
 
+--only and --only-cluster narrow what is judged as scan's do: blockers and warnings, and the
+image references (those on the clusters kept, when suc/image-missing or suc/image-arch is).
+
 Exit codes: 0 go; 3 no-go (a finding at or above --fail-on, or an upgrade image that is
 missing or lacks a node's platform);
 ` + exitIncompleteHelp + `; 1 unstick failed, or the input
-held no Kubernetes object; 2 usage error.`,
+held no Kubernetes object; 2 usage error (including an --only-cluster that names no cluster
+of the input).`,
 		Example: `  # The current kube context
   unstick preflight
 
@@ -116,7 +120,7 @@ held no Kubernetes object; 2 usage error.`,
 	o.reg.addFlags(f)
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(preflightFormats...))
-	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("critical", "error", "warning", "info"))
+	o.judge.registerCompletions(cmd, "critical", "error", "warning", "info")
 	return cmd
 }
 
@@ -189,9 +193,13 @@ func (o *preflightOptions) run(ctx context.Context) error {
 	if err := requireData(in.snap, l.inputName()); err != nil {
 		return err
 	}
+	if err := checkFilters(in.snap, o.judge.clusters); err != nil {
+		return err
+	}
 	opts := o.judge.options(o.g)
 	opts.Images, opts.Errors, opts.TargetVersion, opts.Preflight = in.facts, in.registryErrors, o.target, true
-	res := judgePreflight(in, judge.Judge(in.snap, opts).Report, o.judge.cat, o.judge.failSev, o.target, l.offline())
+	opts.Filter = o.judge.filter()
+	res := judgePreflight(in, judge.Judge(in.snap, opts).Report, o.judge.cat, o.judge.failSev, o.target, l.offline(), opts.Filter)
 	for _, w := range res.Report.Warnings {
 		o.g.log.Warn(w)
 	}
@@ -225,7 +233,7 @@ const verdictIncomplete = "incomplete"
 // judgePreflight sorts a judged report into go/no-go: every finding at or above failOn
 // blocks (scan's incidents included), and so does an upgrade image that is missing or lacks
 // a node's platform that no blocking finding already names.
-func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog, failOn finding.Severity, target string, offline bool) *preflightResult {
+func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog, failOn finding.Severity, target string, offline bool, keep check.Filter) *preflightResult {
 	res := &preflightResult{SchemaVersion: "1", FailOn: failOn.String(), TargetVersion: target, Registry: "checked", Report: rep,
 		Blocking: []blocker{}, Warnings: []finding.Finding{}, BlockingImages: []imageRow{}, Unverified: []imageRow{}}
 	if offline {
@@ -242,7 +250,7 @@ func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog,
 			res.Warnings = append(res.Warnings, f)
 		}
 	}
-	res.Images = imageRows(in)
+	res.Images = keptImages(imageRows(in), keep)
 	named := map[string]bool{} // image keys a blocking finding already names
 	for _, f := range rep.Findings {
 		if f.Severity >= failOn {
@@ -279,6 +287,24 @@ func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog,
 		res.Verdict = "go"
 	}
 	return res
+}
+
+// keptImages are the image references --only and --only-cluster keep: those a finding about
+// an image (suc/image-missing, suc/image-arch) on one of the clusters using it would pass.
+func keptImages(rows []imageRow, keep check.Filter) []imageRow {
+	if len(keep.Only) == 0 && len(keep.Clusters) == 0 {
+		return rows
+	}
+	var out []imageRow
+	for _, r := range rows {
+		for _, u := range r.Uses {
+			if keep.Keep(finding.Finding{ID: "suc/image-missing", Cluster: u.Cluster}) || keep.Keep(finding.Finding{ID: "suc/image-arch", Cluster: u.Cluster}) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // gaps says why a preflight is incomplete: what the report could not read, and the images
