@@ -20,13 +20,13 @@ type scanOptions struct {
 	s Streams
 	g *globalOptions
 
-	from     string
-	output   string
-	quiet    bool
-	color    string
-	judge    judgeFlags
-	kube     *kubeFlags
-	reg      *registryFlags
+	from   string
+	output string
+	quiet  bool
+	color  string
+	judge  judgeFlags
+	kube   *kubeFlags
+	reg    *registryFlags
 	// probeBundle asks registries about the images of an offline bundle too (--registry).
 	probeBundle bool
 	live        bool
