@@ -197,9 +197,7 @@ func (o *scanOptions) run(ctx context.Context) error {
 	// Images are judged by what their registries say when the fleet is read live (or the
 	// user asks for it with --registry); an offline bundle is otherwise judged by its events
 	// and logs alone, without contacting anything.
-	reg := *o.reg
-	reg.offline = reg.offline || (!o.live && !o.probeBundle)
-	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: &reg, cfg: o.judge.cfg, quiet: o.quiet}
+	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: o.reg, cfg: o.judge.cfg, quiet: o.quiet, noBundleProbe: !o.probeBundle}
 	in, err := l.load(ctx)
 	if err != nil {
 		return err
