@@ -265,7 +265,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 		if o.output == "json" {
 			err = remediate.WriteJSON(o.s.Out, plan)
 		} else {
-			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Hint: o.applyHint()})
+			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Hint: o.applyHint(), Width: terminalWidth(o.s.Out)})
 		}
 		if err != nil {
 			return err
@@ -330,7 +330,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 		if o.output == "json" {
 			err = writeFixJSON(o.s.Out, plan, resumed, nil, nil)
 		} else {
-			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true})
+			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true, Width: terminalWidth(o.s.Out)})
 		}
 		if err != nil {
 			return err
@@ -340,7 +340,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 		return o.planExit(plan, rep)
 	}
 	if o.output != "json" {
-		if err := remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true}); err != nil {
+		if err := remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true, Width: terminalWidth(o.s.Out)}); err != nil {
 			return err
 		}
 	}
@@ -356,7 +356,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 			replanned = p
 			if o.output != "json" {
 				fmt.Fprintln(o.s.Out, "\nThe plan made again from the clusters as they are now:")
-				_ = remediate.WriteTable(o.s.Out, p, remediate.TableOptions{Hint: o.applyHint()})
+				_ = remediate.WriteTable(o.s.Out, p, remediate.TableOptions{Hint: o.applyHint(), Width: terminalWidth(o.s.Out)})
 			}
 		}
 	}

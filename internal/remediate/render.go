@@ -9,6 +9,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/textsafe"
+	"github.com/unstick-dev/unstick/internal/textwrap"
 )
 
 // WriteJSON writes the plan as indented JSON.
@@ -36,11 +37,18 @@ type TableOptions struct {
 	Applying bool
 	// Hint is the closing line of a printed plan with steps: how to carry it out.
 	Hint string
+	// Width is the width prose is folded to (the terminal's, or $COLUMNS); 0 means 100.
+	// Commands stand whole on their line whatever the width.
+	Width int
 }
 
 // WriteTable writes the plan for a person.
 func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 	applying := o.Applying
+	width := o.Width
+	if width <= 0 {
+		width = 100
+	}
 	b := &strings.Builder{}
 	steps := len(p.Steps())
 	if applying {
@@ -53,13 +61,13 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 	for i, inc := range p.Incidents {
 		r := inc.RootCause
 		fmt.Fprintf(b, "\nIncident %d: %s on %s — %s\n", i+1, r.FindingID, textsafe.Line(r.Cluster), textsafe.Line(r.Object.String()))
-		wrap(b, "  ", r.Summary)
+		wrap(b, width, "  ", r.Summary)
 		if len(inc.Symptoms) > 0 {
 			var sy []string
 			for _, s := range inc.Symptoms {
 				sy = append(sy, s.FindingID+" ("+s.Cluster+")")
 			}
-			wrap(b, "  ", "symptoms: "+strings.Join(sy, ", "))
+			wrap(b, width, "  ", "symptoms: "+strings.Join(sy, ", "))
 		}
 		for _, a := range inc.Attempts {
 			if len(a.Steps) > 1 {
@@ -76,19 +84,19 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 					above++
 				}
 				fmt.Fprintf(b, "\n  %d. %s · risk %s · %s on %s%s\n", n, s.Rung, s.Risk, textsafe.Line(s.Target.Ref()), textsafe.Line(s.Cluster), status)
-				field(b, "change", s.Change)
+				field(b, width, "change", s.Change)
 				if s.Action.Mutating() {
 					var why []string
 					for _, r := range s.Why {
 						why = append(why, r.FindingID+": "+r.Summary)
 					}
-					field(b, "why", strings.Join(why, "; "))
+					field(b, width, "why", strings.Join(why, "; "))
 					if len(s.Why) > 0 && len(s.Why[0].Evidence) > 0 {
 						e := s.Why[0].Evidence[0]
-						field(b, "evidence", e.Text+" ["+e.Source+"]")
+						field(b, width, "evidence", e.Text+" ["+e.Source+"]")
 					}
-					field(b, "requires", s.Precondition)
-					field(b, "verify", s.Verify)
+					field(b, width, "requires", s.Precondition)
+					field(b, width, "verify", s.Verify)
 				}
 				for _, c := range s.Commands {
 					label := "kubectl"
@@ -101,11 +109,11 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 					fmt.Fprintf(b, "     %-9s %s\n", label+":", textsafe.Line(c))
 				}
 				for _, note := range s.Notes {
-					field(b, "note", note)
+					field(b, width, "note", note)
 				}
 			}
 			if a.Blocked != "" {
-				field(b, "blocked", a.Blocked)
+				field(b, width, "blocked", a.Blocked)
 			}
 		}
 	}
@@ -113,7 +121,7 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 		fmt.Fprintf(b, "\nNo automatic fix (%d):\n", len(p.Manual))
 		for _, m := range p.Manual {
 			fmt.Fprintf(b, "  %s on %s — %s\n", m.Finding.FindingID, textsafe.Line(m.Finding.Cluster), textsafe.Line(m.Finding.Object.String()))
-			wrap(b, "    ", m.Hint)
+			wrap(b, width, "    ", m.Hint)
 		}
 	}
 	if !applying && steps > 0 && o.Hint != "" {
@@ -129,12 +137,12 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 	return err
 }
 
-func field(b *strings.Builder, name, text string) {
+func field(b *strings.Builder, width int, name, text string) {
 	if text == "" {
 		return
 	}
 	prefix := fmt.Sprintf("     %-9s ", name+":")
-	lines := wrapLines(text, 100-len(prefix))
+	lines := wrapLines(text, max(width-len(prefix), 20))
 	for i, l := range lines {
 		if i == 0 {
 			b.WriteString(prefix + l + "\n")
@@ -144,32 +152,15 @@ func field(b *strings.Builder, name, text string) {
 	}
 }
 
-func wrap(b *strings.Builder, indent, text string) {
-	for _, l := range wrapLines(text, 100-len(indent)) {
+func wrap(b *strings.Builder, width int, indent, text string) {
+	for _, l := range wrapLines(text, max(width-len(indent), 20)) {
 		b.WriteString(indent + l + "\n")
 	}
 }
 
-// wrapLines breaks text at spaces so lines stay within width (a longer word stays whole).
+// wrapLines folds text to width (textwrap: a word that fits a line is never split).
 // Text from the input is made safe to print first: escape sequences go, and a line break it
 // holds shows as ⏎ rather than starting a line that would pass for the plan's own.
 func wrapLines(text string, width int) []string {
-	var out []string
-	line := ""
-	for _, w := range strings.Fields(textsafe.Line(text)) {
-		if line != "" && len(line)+1+len(w) > width {
-			out = append(out, line)
-			line = w
-			continue
-		}
-		if line == "" {
-			line = w
-		} else {
-			line += " " + w
-		}
-	}
-	if line != "" {
-		out = append(out, line)
-	}
-	return out
+	return textwrap.Lines(textsafe.Line(text), width)
 }
