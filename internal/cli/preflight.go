@@ -182,6 +182,8 @@ type preflightResult struct {
 	ImagesUnchecked int            `json:"imagesUnchecked"`
 	Images          []imageRow     `json:"images"`
 	Report          *report.Report `json:"report"`
+	// offlineWhy says why no registry was asked, for the footer.
+	offlineWhy string
 }
 
 func (o *preflightOptions) run(ctx context.Context) error {
@@ -200,6 +202,7 @@ func (o *preflightOptions) run(ctx context.Context) error {
 	opts.Images, opts.Errors, opts.TargetVersion, opts.Preflight = in.facts, in.registryErrors, o.target, true
 	opts.Filter = o.judge.filter()
 	res := judgePreflight(in, judge.Judge(in.snap, opts).Report, o.judge.cat, o.judge.failSev, o.target, l.offline(), opts.Filter)
+	res.offlineWhy = l.offlineReason()
 	for _, w := range res.Report.Warnings {
 		o.g.log.Warn(w)
 	}
@@ -396,7 +399,11 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 func writeRegistryFooter(w io.Writer, r *preflightResult, name string) {
 	refs := plural.Forms(len(r.Images), "image reference", "image references")
 	if r.Registry == "offline" {
-		fmt.Fprintf(w, "Images not checked (--offline-registry): %s judged by events and logs only ('%s images' lists them).\n", refs, name)
+		why := r.offlineWhy
+		if why == "" {
+			why = "registry access is off"
+		}
+		fmt.Fprintf(w, "Images not checked (%s): %s judged by events and logs only ('%s images' lists them).\n", why, refs, name)
 		return
 	}
 	fmt.Fprintf(w, "Registry: %s, %d checked, %d could not be checked ('%s images' lists them).\n", refs, r.ImagesChecked, r.ImagesUnchecked, name)
