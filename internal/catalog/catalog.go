@@ -59,6 +59,10 @@ type Entry struct {
 	Autofix bool `json:"autofix,omitempty"`
 	// AgentLogs says an agent's own log lines (or its pod's events) can establish this finding.
 	AgentLogs bool `json:"agentLogs,omitempty"`
+	// Risk says the finding is about what an upgrade will run into, not about something
+	// stuck now (an API the next version removes, too little headroom, a floating tag): its
+	// since, if any, is when the risk appeared, not how long anything has been stuck.
+	Risk bool `json:"risk,omitempty"`
 }
 
 // Catalog is an immutable set of entries keyed by ID.

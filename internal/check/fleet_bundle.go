@@ -261,7 +261,7 @@ func suffix(sep, s string) string {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return textsafe.Clip(s, 300)
+	return textsafe.ClipWords(s, 300)
 }
 
 // bdTarget names the downstream cluster a BundleDeployment is for, and the key of its Fleet

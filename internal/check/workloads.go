@@ -146,7 +146,7 @@ func jobHasPods(j *batchv1.Job) bool {
 // the policy and rule that denied the pod on the lines after "denied the request:".
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	return textsafe.Clip(s, 600)
+	return textsafe.ClipWords(s, 600)
 }
 
 // groupOfKind is the API group of apiVersionOf.

@@ -29,8 +29,6 @@ type fixOptions struct {
 
 	from          string
 	output        string
-	only          []string
-	clusters      []string
 	images        []string
 	maxRisk       string
 	apply         bool
@@ -50,7 +48,7 @@ type fixOptions struct {
 }
 
 func newFixCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &fixOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}, judge: judgeFlags{noFailOn: true}}
+	o := &fixOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}, judge: judgeFlags{filterVerb: "fix"}}
 	cmd := &cobra.Command{
 		Use:   "fix",
 		Short: "Plan, and with --apply carry out, the least risky fix for each stuck upgrade",
@@ -96,7 +94,8 @@ keep their payload (files 0600 in directories 0700) so restore is exact, and pay
 printed. --image references are checked against their registry even with --offline-registry.
 
 Exit codes: 0 nothing to fix (everything was read) or every incident fixed; 3 incidents remain
-(a plan printed without --apply, or steps blocked, above --max-risk, declined or not verified);
+(a plan printed without --apply, or steps blocked, above --max-risk, declined or not verified)
+whose most severe finding is at or above --fail-on (default info: any incident);
 4 nothing to fix was found but part of the input could not be read; 1 unstick failed, an
 object changed since planning, or the input held no Kubernetes object; 2 usage error.`,
 		Example: `  # The plan for the current context; nothing is changed
@@ -134,9 +133,7 @@ object changed since planning, or the input held no Kubernetes object; 2 usage e
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "", "plan from an offline bundle (a directory or .tar.gz) instead of live clusters; cannot --apply")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(fixFormats, "|"))
-	o.judge.addFlags(f, "", "")
-	f.StringArrayVar(&o.only, "only", nil, "fix only incidents with this finding ID, or a family such as helm/ (repeatable)")
-	f.StringArrayVar(&o.clusters, "only-cluster", nil, "fix only incidents on or about this cluster (repeatable)")
+	o.judge.addFlags(f, "info", "exit 3 while an incident whose most severe finding is at or above this severity remains (planned, guided, or not verified): critical|error|warning|info|none")
 	f.StringArrayVar(&o.images, "image", nil, "image for a Plan realign step, [[NAMESPACE/]PLAN:]STAGE=IMAGE with STAGE upgrade or prepare (repeatable; checked against its registry)")
 	f.StringVar(&o.maxRisk, "max-risk", "low", "highest risk a step may have to run: low|medium|high")
 	f.BoolVar(&o.apply, "apply", false, "carry the plan out (default: only print it)")
@@ -149,8 +146,7 @@ object changed since planning, or the input held no Kubernetes object; 2 usage e
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(fixFormats...))
 	_ = cmd.RegisterFlagCompletionFunc("max-risk", fixedCompletion("low", "medium", "high"))
-	_ = cmd.RegisterFlagCompletionFunc("only", findingIDCompletion)
-	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
+	o.judge.registerCompletions(cmd, "critical", "error", "warning", "info", "none")
 	return cmd
 }
 
@@ -195,11 +191,6 @@ func (o *fixOptions) validate() error {
 	if !ok {
 		return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(fixFormats, ", "))
 	}
-	for _, id := range o.only {
-		if err := knownID(o.judge.cat, id); err != nil {
-			return usageErrorf("--only: %v", err)
-		}
-	}
 	if o.verifyTimeout <= 0 {
 		return usageErrorf("--verify-timeout must be positive")
 	}
@@ -217,24 +208,27 @@ func (o *fixOptions) plan(ctx context.Context) (*remediate.Plan, *report.Report,
 	if err := requireData(in.snap, l.inputName()); err != nil {
 		return nil, nil, err
 	}
-	if err := checkFilters(in.snap, o.clusters); err != nil {
+	if err := checkFilters(in.snap, o.judge.clusters); err != nil {
 		return nil, nil, err
 	}
 	opts := o.judge.options(o.g)
+	// fix's --fail-on counts the incidents that remain (fixExit), not the findings judged:
+	// the report's verdict is only asked whether the input was read whole.
+	opts.FailOn = 0
 	opts.Images, opts.Errors = in.facts, in.registryErrors
 	rep := judge.Judge(in.snap, opts).Report
 	for _, w := range rep.Warnings {
 		o.g.log.Warn(w)
 	}
 	return remediate.Build(remediate.Input{Snap: in.snap, Incidents: rep.Incidents, Options: remediate.Options{
-		MaxRisk: o.risk, Only: o.only, Clusters: o.clusters, Images: o.choices, ImageFacts: o.imageFacts(ctx),
+		MaxRisk: o.risk, Only: o.judge.only, Clusters: o.judge.clusters, Images: o.choices, ImageFacts: o.imageFacts(ctx),
 	}}), rep, nil
 }
 
 // planExit is the exit of a printed plan: 3 while incidents remain, 4 when none was found
 // in an input that was not read whole.
 func (o *fixOptions) planExit(p *remediate.Plan, rep *report.Report) error {
-	if n := len(p.Incidents) + len(p.Manual); n > 0 {
+	if n := o.remaining(p, rep, nil); n > 0 {
 		return &FindingsError{Count: n, Severity: "open"}
 	}
 	if rep.Verdict == report.VerdictIncomplete && !o.judge.allowIncomplete {
@@ -271,7 +265,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 		if o.output == "json" {
 			err = remediate.WriteJSON(o.s.Out, plan)
 		} else {
-			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Hint: o.applyHint()})
+			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Hint: o.applyHint(), Width: terminalWidth(o.s.Out)})
 		}
 		if err != nil {
 			return err
@@ -315,10 +309,10 @@ func (o *fixOptions) run(ctx context.Context) error {
 		// plan made now, from the clusters as they are, holds the same change. That plan is
 		// not narrowed by --only/--only-cluster: the interrupted run may have been narrowed
 		// otherwise, and what it began is finished either way.
-		only, clusters := o.only, o.clusters
-		o.only, o.clusters = nil, nil
+		only, clusters := o.judge.only, o.judge.clusters
+		o.judge.only, o.judge.clusters = nil, nil
 		current, _, err := o.plan(ctx)
-		o.only, o.clusters = only, clusters
+		o.judge.only, o.judge.clusters = only, clusters
 		if err != nil {
 			return err
 		}
@@ -336,7 +330,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 		if o.output == "json" {
 			err = writeFixJSON(o.s.Out, plan, resumed, nil, nil)
 		} else {
-			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true})
+			err = remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true, Width: terminalWidth(o.s.Out)})
 		}
 		if err != nil {
 			return err
@@ -346,7 +340,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 		return o.planExit(plan, rep)
 	}
 	if o.output != "json" {
-		if err := remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true}); err != nil {
+		if err := remediate.WriteTable(o.s.Out, plan, remediate.TableOptions{Applying: true, Width: terminalWidth(o.s.Out)}); err != nil {
 			return err
 		}
 	}
@@ -362,7 +356,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 			replanned = p
 			if o.output != "json" {
 				fmt.Fprintln(o.s.Out, "\nThe plan made again from the clusters as they are now:")
-				_ = remediate.WriteTable(o.s.Out, p, remediate.TableOptions{Hint: o.applyHint()})
+				_ = remediate.WriteTable(o.s.Out, p, remediate.TableOptions{Hint: o.applyHint(), Width: terminalWidth(o.s.Out)})
 			}
 		}
 	}
@@ -384,7 +378,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 		return fmt.Errorf("fix stopped: %w (backups and journal in %s; rerun with --backup-dir %s to resume)", err, dir, dir)
 	}
 	// Incidents with guided steps only were not part of the run and are still open.
-	if n := res.Open + len(plan.Manual); n > 0 {
+	if n := o.remaining(plan, rep, res); n > 0 {
 		return &FindingsError{Count: n, Severity: "open"}
 	}
 	return nil

@@ -141,7 +141,7 @@ func (o *imagesOptions) run(ctx context.Context) error {
 		case "csv":
 			return writeImagesCSV(w, rows)
 		}
-		return writeImagesTable(w, rows, l.offline())
+		return writeImagesTable(w, rows, l.offlineReason())
 	})
 }
 
@@ -196,7 +196,9 @@ func platformList(ps []imageref.Platform) string {
 	return strings.Join(out, " ")
 }
 
-func writeImagesTable(w io.Writer, rows []imageRow, offline bool) error {
+// writeImagesTable writes the inventory for a person; offlineWhy, when not empty, says why no
+// registry was asked.
+func writeImagesTable(w io.Writer, rows []imageRow, offlineWhy string) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "No images found that upgrades depend on.")
 		return err
@@ -243,8 +245,8 @@ func writeImagesTable(w io.Writer, rows []imageRow, offline bool) error {
 		fmt.Fprintln(w, "\nNOT VERIFIED")
 		fmt.Fprintln(w, strings.Join(notes, "\n"))
 	}
-	if offline {
-		_, err := fmt.Fprintln(w, "\nRegistry not asked (--offline-registry): existence and platforms are unchecked.")
+	if offlineWhy != "" {
+		_, err := fmt.Fprintf(w, "\nRegistry not asked (%s): existence and platforms are unchecked.\n", offlineWhy)
 		return err
 	}
 	return nil

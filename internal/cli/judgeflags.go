@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/unstick-dev/unstick/internal/catalog"
@@ -19,19 +20,25 @@ import (
 )
 
 // judgeFlags are the flags every verb that judges a fleet shares — --now, --threshold,
-// --catalog, --fail-on, --allow-incomplete — completed once into the options of
-// judge.Judge, the one path from a snapshot to a verdict (as kubectl composes PrintFlags).
+// --catalog, --fail-on, --allow-incomplete, and --only/--only-cluster — completed once into
+// the options of judge.Judge, the one path from a snapshot to a verdict (as kubectl composes
+// PrintFlags). The README's table of shared flags says which verb has which; a test holds
+// the two together.
 type judgeFlags struct {
 	now             string
 	thresholds      []string
 	catalog         string
 	failOn          string
 	allowIncomplete bool
-	// noFailOn leaves --fail-on out (fix: incidents remain or not), noVerdict also
-	// --allow-incomplete (a verb with no verdict to give).
-	noFailOn, noVerdict bool
+	only, clusters  []string
+	// noVerdict leaves --fail-on and --allow-incomplete out (a verb with no verdict to
+	// give).
+	noVerdict bool
 	// noNow leaves --now out (a verb that judges only at the wall clock).
 	noNow bool
+	// filterVerb, when set, adds --only and --only-cluster; it says what the verb does with
+	// what they keep ("report", "fix", "judge").
+	filterVerb string
 
 	nowTime time.Time
 	failSev finding.Severity
@@ -51,13 +58,29 @@ func (j *judgeFlags) addFlags(fs *pflag.FlagSet, failOnDefault, failOnUse string
 	}
 	fs.StringArrayVar(&j.thresholds, "threshold", nil, "override a detection threshold, NAME=VALUE (repeatable; see 'unstick explain ID')")
 	fs.StringVar(&j.catalog, "catalog", "", "YAML file of catalogue entries that override the built-in wording, severity or ladder")
-	if !j.noFailOn && !j.noVerdict {
+	if !j.noVerdict {
 		j.failOn = failOnDefault
 		fs.StringVar(&j.failOn, "fail-on", failOnDefault, failOnUse)
 	}
 	if !j.noVerdict {
 		fs.BoolVar(&j.allowIncomplete, "allow-incomplete", false, "exit 0 rather than 4 when nothing was found but part of the input could not be read")
 	}
+	if j.filterVerb != "" {
+		fs.StringArrayVar(&j.only, "only", nil, j.filterVerb+" only incidents with this finding ID, or a family such as helm/ (repeatable)")
+		fs.StringArrayVar(&j.clusters, "only-cluster", nil, j.filterVerb+" only incidents on or about this cluster (repeatable)")
+	}
+}
+
+// registerCompletions completes the values of the flags addFlags added.
+func (j *judgeFlags) registerCompletions(cmd *cobra.Command, failOn ...string) {
+	if !j.noVerdict {
+		_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion(failOn...))
+	}
+	if j.filterVerb != "" {
+		_ = cmd.RegisterFlagCompletionFunc("only", findingIDCompletion)
+		_ = cmd.RegisterFlagCompletionFunc("only-cluster", bundleClusterCompletion)
+	}
+	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
 }
 
 // complete parses the flags and reads the catalogue, the configuration and the thresholds.
@@ -68,7 +91,7 @@ func (j *judgeFlags) complete(g *globalOptions, example string) error {
 			return usageErrorf("--now %q is not an RFC 3339 time such as 2026-11-28T09:30:00Z", j.now)
 		}
 	}
-	if !j.noFailOn && !j.noVerdict && j.failOn != "none" {
+	if !j.noVerdict && j.failOn != "none" {
 		if j.failSev, err = finding.ParseSeverity(j.failOn); err != nil {
 			return usageErrorf("--fail-on: %v (or none)", err)
 		}
@@ -82,7 +105,17 @@ func (j *judgeFlags) complete(g *globalOptions, example string) error {
 	if j.cat, j.th, err = g.applyConfig(j.cfg, j.cat); err != nil {
 		return err
 	}
+	for _, id := range j.only {
+		if err := knownID(j.cat, id); err != nil {
+			return usageErrorf("--only: %v", err)
+		}
+	}
 	return setThresholds(j.th, j.thresholds, example)
+}
+
+// filter is what --only and --only-cluster keep.
+func (j *judgeFlags) filter() check.Filter {
+	return check.Filter{Only: j.only, Clusters: j.clusters}
 }
 
 // options are judge.Options for these flags; the verb adds what it loaded.

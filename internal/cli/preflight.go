@@ -37,7 +37,7 @@ type preflightOptions struct {
 }
 
 func newPreflightCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &preflightOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}}
+	o := &preflightOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}, judge: judgeFlags{filterVerb: "judge"}}
 	cmd := &cobra.Command{
 		Use:   "preflight",
 		Short: "Go/no-go before an upgrade: images, kubectl, CRDs, Helm, agents, headroom, etcd",
@@ -83,10 +83,14 @@ one scan reports. Blockers are marked "gate" when the catalogue lists their root
 an upgrade gate (` + "`unstick explain`" + ` shows it) or only a preflight reports them, "stuck"
 otherwise.
 
+--only and --only-cluster narrow what is judged as scan's do: blockers and warnings, and the
+image references (those on the clusters kept, when suc/image-missing or suc/image-arch is).
+
 Exit codes: 0 go; 3 no-go (an incident at or above --fail-on, or an upgrade image that is
 missing or lacks a node's platform);
 ` + exitIncompleteHelp + `; 1 unstick failed, or the input
-held no Kubernetes object; 2 usage error.`,
+held no Kubernetes object; 2 usage error (including an --only-cluster that names no cluster
+of the input).`,
 		Example: `  # The current kube context
   unstick preflight
 
@@ -121,7 +125,7 @@ held no Kubernetes object; 2 usage error.`,
 	o.reg.addFlags(f)
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(preflightFormats...))
-	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("critical", "error", "warning", "info"))
+	o.judge.registerCompletions(cmd, "critical", "error", "warning", "info")
 	return cmd
 }
 
@@ -186,6 +190,8 @@ type preflightResult struct {
 	ImagesUnchecked int            `json:"imagesUnchecked"`
 	Images          []imageRow     `json:"images"`
 	Report          *report.Report `json:"report"`
+	// offlineWhy says why no registry was asked, for the footer.
+	offlineWhy string
 }
 
 func (o *preflightOptions) run(ctx context.Context) error {
@@ -197,9 +203,14 @@ func (o *preflightOptions) run(ctx context.Context) error {
 	if err := requireData(in.snap, l.inputName()); err != nil {
 		return err
 	}
+	if err := checkFilters(in.snap, o.judge.clusters); err != nil {
+		return err
+	}
 	opts := o.judge.options(o.g)
 	opts.Images, opts.Errors, opts.TargetVersion, opts.Preflight = in.facts, in.registryErrors, o.target, true
-	res := judgePreflight(in, judge.Judge(in.snap, opts).Report, o.judge.cat, o.judge.failSev, o.target, l.offline())
+	opts.Filter = o.judge.filter()
+	res := judgePreflight(in, judge.Judge(in.snap, opts).Report, o.judge.cat, o.judge.failSev, o.target, l.offline(), opts.Filter)
+	res.offlineWhy = l.offlineReason()
 	for _, w := range res.Report.Warnings {
 		o.g.log.Warn(w)
 	}
@@ -237,7 +248,7 @@ const preflightSchemaVersion = "2"
 // judgePreflight sorts a judged report into go/no-go: every incident whose worst finding is at
 // or above failOn blocks (scan's incidents and those only a preflight reports), and so does an
 // upgrade image that is missing or lacks a node's platform that no blocking incident names.
-func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog, failOn finding.Severity, target string, offline bool) *preflightResult {
+func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog, failOn finding.Severity, target string, offline bool, keep check.Filter) *preflightResult {
 	res := &preflightResult{SchemaVersion: preflightSchemaVersion, FailOn: failOn.String(), TargetVersion: target, Registry: "checked", Report: rep,
 		Blocking: []blocker{}, Warnings: []finding.Finding{}, BlockingImages: []imageRow{}, Unverified: []imageRow{}}
 	if offline {
@@ -257,7 +268,7 @@ func judgePreflight(in *upgradeInputs, rep *report.Report, cat *catalog.Catalog,
 		}
 	}
 	check.SortFindings(res.Warnings)
-	res.Images = imageRows(in)
+	res.Images = keptImages(imageRows(in), keep)
 	sortImages(res, named, offline)
 	switch {
 	case len(res.Blocking) > 0 || len(res.BlockingImages) > 0:
@@ -306,6 +317,24 @@ func sortImages(res *preflightResult, named map[string]bool, offline bool) {
 			res.ImagesUnchecked++
 		}
 	}
+}
+
+// keptImages are the image references --only and --only-cluster keep: those a finding about
+// an image (suc/image-missing, suc/image-arch) on one of the clusters using it would pass.
+func keptImages(rows []imageRow, keep check.Filter) []imageRow {
+	if len(keep.Only) == 0 && len(keep.Clusters) == 0 {
+		return rows
+	}
+	var out []imageRow
+	for _, r := range rows {
+		for _, u := range r.Uses {
+			if keep.Keep(finding.Finding{ID: "suc/image-missing", Cluster: u.Cluster}) || keep.Keep(finding.Finding{ID: "suc/image-arch", Cluster: u.Cluster}) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // gaps says why a preflight is incomplete: what the report could not read, and the images
@@ -393,7 +422,11 @@ func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 func writeRegistryFooter(w io.Writer, r *preflightResult, name string) {
 	refs := plural.Forms(len(r.Images), "image reference", "image references")
 	if r.Registry == "offline" {
-		fmt.Fprintf(w, "Images not checked (--offline-registry): %s judged by events and logs only ('%s images' lists them).\n", refs, name)
+		why := r.offlineWhy
+		if why == "" {
+			why = "registry access is off"
+		}
+		fmt.Fprintf(w, "Images not checked (%s): %s judged by events and logs only ('%s images' lists them).\n", why, refs, name)
 		return
 	}
 	fmt.Fprintf(w, "Registry: %s, %d checked, %d could not be checked ('%s images' lists them).\n", refs, r.ImagesChecked, r.ImagesUnchecked, name)

@@ -20,15 +20,13 @@ type scanOptions struct {
 	s Streams
 	g *globalOptions
 
-	from     string
-	output   string
-	only     []string
-	clusters []string
-	quiet    bool
-	color    string
-	judge    judgeFlags
-	kube     *kubeFlags
-	reg      *registryFlags
+	from   string
+	output string
+	quiet  bool
+	color  string
+	judge  judgeFlags
+	kube   *kubeFlags
+	reg    *registryFlags
 	// probeBundle asks registries about the images of an offline bundle too (--registry).
 	probeBundle bool
 	live        bool
@@ -36,7 +34,7 @@ type scanOptions struct {
 }
 
 func newScanCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &scanOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}}
+	o := &scanOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}, judge: judgeFlags{filterVerb: "report"}}
 	cmd := &cobra.Command{
 		Use:   "scan",
 		Short: "Find stuck upgrades and explain their root cause",
@@ -127,8 +125,6 @@ object at all; 2 usage error (including an --only-cluster that names no cluster 
 	f.StringVar(&o.from, "from", "", "offline bundle to scan: a directory or a .tar.gz/.tgz file")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(report.Formats, "|"))
 	o.judge.addFlags(f, "error", "exit 3 when a finding is at or above this severity: critical|error|warning|info|none")
-	f.StringArrayVar(&o.only, "only", nil, "report only this finding ID, or a family such as helm/ (repeatable)")
-	f.StringArrayVar(&o.clusters, "only-cluster", nil, "report only findings on or about this cluster (repeatable)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	f.StringVar(&o.color, "color", "auto", "colour the table: auto|always|never (auto: on a terminal, unless NO_COLOR is set or TERM=dumb)")
 	f.StringVar(&o.outputFile, "output-file", "", "write the report to this file instead of stdout (the exit code is the same)")
@@ -136,14 +132,11 @@ object at all; 2 usage error (including an --only-cluster that names no cluster 
 	o.reg.addFlags(f)
 	f.BoolVar(&o.probeBundle, "registry", false, "with --from, also ask the image registries whether the bundle's images exist (live scans always do, unless --offline-registry)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(report.Formats...))
-	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("critical", "error", "warning", "info", "none"))
+	o.judge.registerCompletions(cmd, "critical", "error", "warning", "info", "none")
 	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletion("auto", "always", "never"))
-	_ = cmd.RegisterFlagCompletionFunc("only", findingIDCompletion)
-	_ = cmd.RegisterFlagCompletionFunc("only-cluster", bundleClusterCompletion)
 	_ = cmd.RegisterFlagCompletionFunc("from", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"tar.gz", "tgz"}, cobra.ShellCompDirectiveFilterFileExt
 	})
-	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
 	return cmd
 }
 
@@ -183,11 +176,6 @@ func (o *scanOptions) validate() error {
 	if !valid && o.output != "md" {
 		return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(report.Formats, ", "))
 	}
-	for _, id := range o.only {
-		if err := knownID(o.judge.cat, id); err != nil {
-			return usageErrorf("--only: %v", err)
-		}
-	}
 	switch o.color {
 	case "auto", "always", "never":
 	default:
@@ -209,9 +197,7 @@ func (o *scanOptions) run(ctx context.Context) error {
 	// Images are judged by what their registries say when the fleet is read live (or the
 	// user asks for it with --registry); an offline bundle is otherwise judged by its events
 	// and logs alone, without contacting anything.
-	reg := *o.reg
-	reg.offline = reg.offline || (!o.live && !o.probeBundle)
-	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: &reg, cfg: o.judge.cfg, quiet: o.quiet}
+	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: o.reg, cfg: o.judge.cfg, quiet: o.quiet, noBundleProbe: !o.probeBundle}
 	in, err := l.load(ctx)
 	if err != nil {
 		return err
@@ -221,12 +207,12 @@ func (o *scanOptions) run(ctx context.Context) error {
 	if err := requireData(snap, l.inputName()); err != nil {
 		return err
 	}
-	if err := checkFilters(snap, o.clusters); err != nil {
+	if err := checkFilters(snap, o.judge.clusters); err != nil {
 		return err
 	}
 	start = time.Now()
 	opts := o.judge.options(o.g)
-	opts.Filter = check.Filter{Only: o.only, Clusters: o.clusters}
+	opts.Filter = o.judge.filter()
 	opts.Images = in.facts
 	opts.Errors = in.registryErrors
 	res := judge.Judge(snap, opts)

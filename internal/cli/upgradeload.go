@@ -72,6 +72,9 @@ type upgradeLoader struct {
 	cfg    *config.Config
 	target string
 	quiet  bool
+	// noBundleProbe leaves the registries unasked for an offline bundle (scan without
+	// --registry).
+	noBundleProbe bool
 	// newProber builds the prober (tests inject one whose transport they watch).
 	newProber func(registry.Options) *registry.Prober
 }
@@ -90,8 +93,20 @@ func (l *upgradeLoader) inputName() string {
 	return "the current context"
 }
 
-func (l *upgradeLoader) offline() bool {
-	return l.reg.offline || (l.cfg != nil && l.cfg.Registry.Offline)
+func (l *upgradeLoader) offline() bool { return l.offlineReason() != "" }
+
+// offlineReason says why no registry is asked, as the user would check it, or "" when
+// registries are asked.
+func (l *upgradeLoader) offlineReason() string {
+	switch {
+	case l.reg.offline:
+		return "--offline-registry was given"
+	case l.cfg != nil && l.cfg.Registry.Offline:
+		return "registry.offline is true in " + l.cfg.Path
+	case l.noBundleProbe && !l.live:
+		return "an offline bundle is judged without asking registries unless --registry is given"
+	}
+	return ""
 }
 
 func (l *upgradeLoader) load(ctx context.Context) (*upgradeInputs, error) {
@@ -128,8 +143,8 @@ func (l *upgradeLoader) load(ctx context.Context) (*upgradeInputs, error) {
 // reading its snapshot). live, when not nil, supplies the workloads' pull secrets.
 func (l *upgradeLoader) probe(ctx context.Context, in *upgradeInputs, live *source.Live) {
 	prog := l.g.status
-	if l.offline() {
-		l.g.log.Info("registry checks are off (--offline-registry): images are judged by events and logs only")
+	if why := l.offlineReason(); why != "" {
+		l.g.log.Info("registry checks are off (" + why + "): images are judged by events and logs only")
 		return
 	}
 	opts := registry.Options{Timeout: l.reg.timeout, Concurrency: l.reg.concurrency, UserAgent: "unstick/" + versionString()}

@@ -10,6 +10,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/textsafe"
+	"github.com/unstick-dev/unstick/internal/textwrap"
 )
 
 // WriteJSON writes the plan as indented JSON.
@@ -37,12 +38,19 @@ type TableOptions struct {
 	Applying bool
 	// Hint is the closing line of a printed plan with steps: how to carry it out.
 	Hint string
+	// Width is the width prose is folded to (the terminal's, or $COLUMNS); 0 means 100.
+	// Commands stand whole on their line whatever the width.
+	Width int
 }
 
 // WriteTable writes the plan for a person.
 func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 	applying := o.Applying
-	b := &strings.Builder{}
+	width := o.Width
+	if width <= 0 {
+		width = 100
+	}
+	b := &planText{width: width}
 	steps := len(p.Steps())
 	if applying {
 		fmt.Fprintf(b, "Fix plan: %s, %s; max risk %s.\n", plural.Of(len(p.Incidents), "incident"), plural.Of(steps, "step"), p.MaxRisk)
@@ -74,7 +82,7 @@ func WriteTable(w io.Writer, p *Plan, o TableOptions) error {
 
 // writeIncident writes one incident's ladder, numbering its steps after the n before it and
 // counting those above --max-risk in above.
-func writeIncident(b *strings.Builder, p *Plan, i int, inc IncidentPlan, n, above *int) {
+func writeIncident(b *planText, p *Plan, i int, inc IncidentPlan, n, above *int) {
 	r := inc.RootCause
 	fmt.Fprintf(b, "\nIncident %d: %s on %s — %s\n", i+1, r.FindingID, textsafe.Line(r.Cluster), textsafe.Line(r.Object.String()))
 	wrap(b, "  ", r.Summary)
@@ -119,7 +127,7 @@ func writeIncident(b *strings.Builder, p *Plan, i int, inc IncidentPlan, n, abov
 
 // writeStep writes what a step changes, why, what must hold, how it is verified, and the
 // command an operator would type instead.
-func writeStep(b *strings.Builder, s Step) {
+func writeStep(b *planText, s Step) {
 	field(b, "change", s.Change)
 	if s.Action.Mutating() {
 		var why []string
@@ -151,7 +159,7 @@ func writeStep(b *strings.Builder, s Step) {
 
 // writeAdvice writes, with the plan's step of the same rung, what scan says about the
 // incident's next safe step: its words (the caveats under which it is enough) and its notes.
-func writeAdvice(b *strings.Builder, st finding.Step) {
+func writeAdvice(b *planText, st finding.Step) {
 	field(b, "advice", st.Action)
 	for _, note := range st.Notes {
 		field(b, "note", note)
@@ -160,7 +168,7 @@ func writeAdvice(b *strings.Builder, st finding.Step) {
 
 // writeManual writes an incident unstick takes no step for: the clusters it affects, the
 // rule's hint, and the incident's next safe step filled in as scan prints it.
-func writeManual(b *strings.Builder, m Manual) {
+func writeManual(b *planText, m Manual) {
 	fmt.Fprintf(b, "  %s on %s — %s\n", m.Finding.FindingID, textsafe.Line(m.Finding.Cluster), textsafe.Line(m.Finding.Object.String()))
 	if len(m.Clusters) > 0 {
 		wrap(b, "    ", "affects: "+strings.Join(m.Clusters, ", "))
@@ -173,7 +181,7 @@ func writeManual(b *strings.Builder, m Manual) {
 
 // writeNextStep writes an incident's next safe step as scan prints it: its rung and risk, its
 // words, each command whole on its own line, and its notes.
-func writeNextStep(b *strings.Builder, indent string, st finding.Step) {
+func writeNextStep(b *planText, indent string, st finding.Step) {
 	head := "next safe step (" + st.Rung
 	if st.Risk != "" {
 		head += ", risk " + st.Risk
@@ -187,12 +195,18 @@ func writeNextStep(b *strings.Builder, indent string, st finding.Step) {
 	}
 }
 
-func field(b *strings.Builder, name, text string) {
+// planText is the plan's text being written and the width its prose is folded to.
+type planText struct {
+	strings.Builder
+	width int
+}
+
+func field(b *planText, name, text string) {
 	if text == "" {
 		return
 	}
 	prefix := fmt.Sprintf("     %-9s ", name+":")
-	lines := wrapLines(text, 100-len(prefix))
+	lines := wrapLines(text, max(b.width-len(prefix), 20))
 	for i, l := range lines {
 		if i == 0 {
 			b.WriteString(prefix + l + "\n")
@@ -202,32 +216,15 @@ func field(b *strings.Builder, name, text string) {
 	}
 }
 
-func wrap(b *strings.Builder, indent, text string) {
-	for _, l := range wrapLines(text, 100-len(indent)) {
+func wrap(b *planText, indent, text string) {
+	for _, l := range wrapLines(text, max(b.width-len(indent), 20)) {
 		b.WriteString(indent + l + "\n")
 	}
 }
 
-// wrapLines breaks text at spaces so lines stay within width (a longer word stays whole).
+// wrapLines folds text to width (textwrap: a word that fits a line is never split).
 // Text from the input is made safe to print first: escape sequences go, and a line break it
 // holds shows as ⏎ rather than starting a line that would pass for the plan's own.
 func wrapLines(text string, width int) []string {
-	var out []string
-	line := ""
-	for _, w := range strings.Fields(textsafe.Line(text)) {
-		if line != "" && len(line)+1+len(w) > width {
-			out = append(out, line)
-			line = w
-			continue
-		}
-		if line == "" {
-			line = w
-		} else {
-			line += " " + w
-		}
-	}
-	if line != "" {
-		out = append(out, line)
-	}
-	return out
+	return textwrap.Lines(textsafe.Line(text), width)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -53,7 +54,8 @@ type htmlPage struct {
 	SevCounts   []sevCount
 	Groups      []tileGroup
 	Chart       template.HTML
-	Unknown     int // incidents without a since
+	Unknown     int // stuck incidents without a since
+	Risks       []chartRisk
 	Errors      []string
 	Skipped     []snapshot.Skipped
 	Verdict     string
@@ -133,7 +135,8 @@ func buildPage(r *Report, o Options) htmlPage {
 	for i, inc := range r.Incidents {
 		p.Incidents = append(p.Incidents, htmlIncidentOf(r, i+1, inc))
 	}
-	p.Chart, p.Unknown = stuckChart(r)
+	cat, _ := catalogOf(o)
+	p.Chart, p.Unknown, p.Risks = stuckChart(r, cat)
 	return p
 }
 
@@ -291,29 +294,60 @@ var ageBuckets = []struct {
 
 var sevColor = map[string]string{"critical": "#8e0b1f", "error": "#d93025", "warning": "#e8a200", "info": "#1a73e8"}
 
-// stuckChart is an inline SVG bar chart of incidents by how long they have been stuck
-// (from the earliest since of their findings), stacked by severity. Its text is fixed labels
-// (escaped) and numbers, so it is built here and trusted by the template.
-func stuckChart(r *Report) (template.HTML, int) {
+// chartRisk is an incident the duration chart leaves out because the catalogue marks its root
+// cause a risk (catalog Entry.Risk): something an upgrade will run into, not something stuck.
+type chartRisk struct {
+	N  int
+	ID string
+}
+
+// stuckChart is an inline SVG bar chart of the stuck incidents by how long they have been
+// stuck (from the earliest since of their findings, root cause or symptom), stacked by
+// severity; it also returns how many stuck incidents have no since and the risks it leaves
+// out. Its text is fixed labels (escaped) and numbers, so it is built here and trusted by the
+// template.
+func stuckChart(r *Report, cat *catalog.Catalog) (template.HTML, int, []chartRisk) {
 	counts := make([]map[string]int, len(ageBuckets))
 	for i := range counts {
 		counts[i] = map[string]int{}
 	}
 	unknown := 0
-	for _, inc := range r.Incidents {
+	var risks []chartRisk
+	for i, inc := range r.Incidents {
 		s := earliest(inc)
-		if s == nil {
+		switch {
+		case isRisk(cat, inc.RootCause.ID):
+			risks = append(risks, chartRisk{N: i + 1, ID: inc.RootCause.ID})
+		case s == nil:
 			unknown++
-			continue
-		}
-		age := r.EvaluatedAt.Sub(*s)
-		for i, b := range ageBuckets {
-			if age < b.upTo {
-				counts[i][inc.RootCause.Severity.String()]++
-				break
-			}
+		default:
+			counts[ageBucket(r.EvaluatedAt.Sub(*s))][inc.RootCause.Severity.String()]++
 		}
 	}
+	return barChart(counts), unknown, risks
+}
+
+// isRisk reports whether the catalogue marks id a risk rather than a stuck state.
+func isRisk(cat *catalog.Catalog, id string) bool {
+	if cat == nil {
+		return false
+	}
+	e, ok := cat.Get(id)
+	return ok && e.Risk
+}
+
+// ageBucket is the column of ageBuckets an age falls in.
+func ageBucket(age time.Duration) int {
+	for i, b := range ageBuckets {
+		if age < b.upTo {
+			return i
+		}
+	}
+	return len(ageBuckets) - 1
+}
+
+// barChart draws counts (per age bucket, per severity) as stacked bars.
+func barChart(counts []map[string]int) template.HTML {
 	peak := 1
 	for _, c := range counts {
 		total := 0
@@ -360,5 +394,5 @@ func stuckChart(r *Report) (template.HTML, int) {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="axis" text-anchor="middle">%s</text>`, x+(colW-12)/2, height-10, html.EscapeString(bucket.label))
 	}
 	b.WriteString(`</svg>`)
-	return template.HTML(b.String()), unknown //nolint:gosec // fixed labels and numbers only
+	return template.HTML(b.String()) //nolint:gosec // fixed labels and numbers only
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/textsafe"
+	"github.com/unstick-dev/unstick/internal/textwrap"
 )
 
 const (
@@ -56,51 +57,18 @@ func (t *tableWriter) sev(s finding.Severity) string {
 	return t.paint(ansiCyan, label)
 }
 
-// wrap writes text indented, folded to the table width. Widths count characters, and a
-// word longer than a line is cut between characters, never inside one.
+// wrap writes text indented, folded to the table width (textwrap: a word that fits a line
+// is never split).
 func (t *tableWriter) wrap(indent, text string) {
 	width := t.width - utf8.RuneCountInString(indent)
 	if width < 20 {
 		width = 20
 	}
 	for _, para := range strings.Split(text, "\n") {
-		line, n := "", 0
-		for _, word := range strings.Fields(para) {
-			for utf8.RuneCountInString(word) > width {
-				if line != "" {
-					t.printf("%s%s\n", indent, line)
-					line, n = "", 0
-				}
-				cut := runeOffset(word, width)
-				t.printf("%s%s\n", indent, word[:cut])
-				word = word[cut:]
-			}
-			k := utf8.RuneCountInString(word)
-			switch {
-			case line == "":
-				line, n = word, k
-			case n+1+k <= width:
-				line += " " + word
-				n += 1 + k
-			default:
-				t.printf("%s%s\n", indent, line)
-				line, n = word, k
-			}
-		}
-		if line != "" {
+		for _, line := range textwrap.Lines(para, width) {
 			t.printf("%s%s\n", indent, line)
 		}
 	}
-}
-
-// runeOffset is the byte offset of the n-th character of s.
-func runeOffset(s string, n int) int {
-	i := 0
-	for ; n > 0 && i < len(s); n-- {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return i
 }
 
 func renderTable(w io.Writer, r *Report, o Options) error {

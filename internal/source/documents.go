@@ -61,9 +61,12 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 		data = blankDumpLogs(data)
 	}
 	var parseErr *finding.ScanError
-	if t[0] == '{' || t[0] == '[' {
+	switch {
+	case isFleetDumpEvents(rel, t):
+		l.fleetDumpEvents(cluster, rel, data, &f)
+	case t[0] == '{' || t[0] == '[':
 		parseErr = l.jsonStream(cluster, rel, data, &f)
-	} else {
+	default:
 		parseErr = l.yamlDocs(cluster, rel, data, &f)
 	}
 	if parseErr != nil && !strict && f.objects == 0 && !f.refused {

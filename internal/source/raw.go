@@ -37,7 +37,11 @@ func ReadRawObjects(path string, fn func(RawObject) error) error {
 		if err != nil || isBinary(data) {
 			continue
 		}
-		for _, doc := range rawDocs(data) {
+		docs := rawDocs(data)
+		if isFleetDumpEvents(e.rel, bytes.TrimSpace(data)) {
+			docs = rawEventDocs(data)
+		}
+		for _, doc := range docs {
 			if err := expandRaw(doc, func(obj map[string]any) error {
 				return fn(RawObject{Cluster: cluster, File: e.rel, Object: obj})
 			}); err != nil {
@@ -72,6 +76,27 @@ func rawDocs(data []byte) [][]byte {
 		if j, err := yaml.YAMLToJSON(d.body); err == nil && len(bytes.TrimSpace(j)) > 0 && string(j) != "null" {
 			out = append(out, j)
 		}
+	}
+	return out
+}
+
+// rawEventDocs returns the lines of a fleet dump events file, each Event given the
+// apiVersion and kind the file leaves out; other lines are returned as they are.
+func rawEventDocs(data []byte) [][]byte {
+	var out [][]byte
+	for _, ln := range bytes.Split(data, []byte("\n")) {
+		ln = bytes.TrimSpace(ln)
+		if !json.Valid(ln) {
+			continue
+		}
+		var obj map[string]any
+		if hasEventFields(ln) && json.Unmarshal(ln, &obj) == nil {
+			obj["apiVersion"], obj["kind"] = "v1", "Event"
+			if j, err := json.Marshal(obj); err == nil {
+				ln = j
+			}
+		}
+		out = append(out, ln)
 	}
 	return out
 }

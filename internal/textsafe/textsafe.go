@@ -191,3 +191,25 @@ func ClipRunes(s string, n int) string {
 	}
 	return s[:i] + "…"
 }
+
+// ClipWords is Clip that never ends inside a word (a run of characters between spaces): a
+// word the limit falls in is kept whole when it ends within a quarter of n past the limit,
+// else left out, unless that would leave less than half of n, where Clip's cut stands.
+// Evidence quoting "(get bundledeployments.fleet.cattle.io)" so keeps the name whole rather
+// than "(get bundledeployments.fleet.c…".
+func ClipWords(s string, n int) string {
+	if len(s) <= n || n <= 0 || s[n] == ' ' || s[n-1] == ' ' {
+		return Clip(s, n)
+	}
+	end := strings.IndexByte(s[n:], ' ')
+	switch {
+	case end < 0 && len(s)-n <= n/4:
+		return s
+	case end >= 0 && end <= n/4:
+		return Clip(s, n+end)
+	}
+	if start := strings.LastIndexByte(s[:n], ' '); start >= n/2 {
+		return Clip(s, start+1)
+	}
+	return Clip(s, n)
+}

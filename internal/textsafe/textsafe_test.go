@@ -98,3 +98,30 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+// ClipWords ends a quoted log line at a word's end: the name the limit falls in is kept
+// whole when it ends soon after, else left out with the words after it.
+func TestClipWords(t *testing.T) {
+	line := `E1128 09:25:03.150093 1 reflector.go:166] "Unhandled Error" err="pkg/mod/k8s.io/client-go@v0.34.2/tools/cache/reflector.go:290: Failed to watch *v1alpha1.BundleDeployment: failed to list *v1alpha1.BundleDeployment: the server could not find the requested resource (get bundledeployments.fleet.cattle.io)" logger="UnhandledError"`
+	name := strings.Index(line, "bundledeployments.fleet.c") + len("bundledeployments.fleet.c")
+	errAt := strings.Index(line, "err=")
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		// the limit falls inside the resource name: the name is kept
+		{name, line[:strings.Index(line, `)"`)+2] + "…"},
+		// the limit falls early in a long token with no space soon after: the token goes
+		{errAt + 40, line[:errAt] + "…"},
+		{len(line), line},
+		{len(line) - 3, line}, // the last word ends within a quarter of the limit
+	} {
+		got := ClipWords(line, tc.n)
+		if got != tc.want {
+			t.Errorf("ClipWords(_, %d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+	if got := ClipWords(strings.Repeat("x", 50), 20); got != strings.Repeat("x", 20)+"…" {
+		t.Errorf("a single word is cut as Clip cuts it: %q", got)
+	}
+}

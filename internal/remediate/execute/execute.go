@@ -72,6 +72,8 @@ type Result struct {
 	// Fixed counts incidents one of whose attempts verified; Open the others.
 	Fixed int `json:"fixed"`
 	Open  int `json:"open"`
+	// OpenIncidents are the IDs of the incidents Open counts (IncidentPlan.ID).
+	OpenIncidents []string `json:"-"`
 	// Resumed are steps an earlier, interrupted run had begun and this run finished.
 	Resumed []Outcome `json:"resumed,omitempty"`
 }
@@ -133,7 +135,9 @@ func Run(ctx context.Context, plan *remediate.Plan, opts Options) (*Result, erro
 	}
 	for i, inc := range plan.Incidents {
 		if err := e.incident(ctx, plan, inc, res); err != nil {
-			res.Open += len(plan.Incidents) - i
+			for _, rest := range plan.Incidents[i:] {
+				res.open(rest)
+			}
 			return res, err
 		}
 		if e.quit {
@@ -533,9 +537,15 @@ func (e *Executor) incident(ctx context.Context, plan *remediate.Plan, inc remed
 	if fixed {
 		res.Fixed++
 	} else {
-		res.Open++
+		res.open(inc)
 	}
 	return nil
+}
+
+// open counts inc as an incident the run left open.
+func (r *Result) open(inc remediate.IncidentPlan) {
+	r.Open++
+	r.OpenIncidents = append(r.OpenIncidents, inc.ID)
 }
 
 func (e *Executor) remain(a remediate.Attempt, res *Result, status, why string) {
