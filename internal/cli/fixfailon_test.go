@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,8 +41,11 @@ func TestPreflightFilters(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var res struct {
-		Blocking []struct{ ID, Cluster, Affects string } `json:"blocking"`
-		Report   struct {
+		Blocking []struct {
+			RootCause struct{ ID string } `json:"rootCause"`
+			Clusters  []string            `json:"clusters"`
+		} `json:"blocking"`
+		Report struct {
 			Hidden struct{ Filtered int } `json:"hidden"`
 		} `json:"report"`
 	}
@@ -52,8 +56,8 @@ func TestPreflightFilters(t *testing.T) {
 		t.Errorf("want edge-arm-1's blockers and the rest hidden: %s", out)
 	}
 	for _, b := range res.Blocking {
-		if b.Cluster != "edge-arm-1" && b.Affects != "edge-arm-1" {
-			t.Errorf("blocker %s on %s → %s is not about edge-arm-1", b.ID, b.Cluster, b.Affects)
+		if !slices.Contains(b.Clusters, "edge-arm-1") {
+			t.Errorf("blocking incident %s affects %v, not edge-arm-1", b.RootCause.ID, b.Clusters)
 		}
 	}
 	out, _, _ = run(t, "preflight", "--from", example, "--now", "2026-11-28T09:30:00Z", "--offline-registry", "--only", "helm/")
