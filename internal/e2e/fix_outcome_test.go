@@ -121,7 +121,9 @@ func (s *standInFleet) deploy(ctx context.Context, force int64) error {
 	if err != nil {
 		return err
 	}
-	opts := func() map[string]any { return map[string]any{"defaultNamespace": "ingress-nginx", "forceSyncGeneration": force} }
+	opts := func() map[string]any {
+		return map[string]any{"defaultNamespace": "ingress-nginx", "forceSyncGeneration": force}
+	}
 	raw, _ := json.Marshal(opts())
 	sum := sha256.Sum256(append(raw, '\n'))
 	manifest, _, _ := unstructured.NestedString(bd.Object, "spec", "deploymentID")
