@@ -430,10 +430,10 @@ func writeFixSummary(w io.Writer, res *execute.Result, manual int, dir, name str
 		guided = fmt.Sprintf(" (%d of them with guided steps only, listed above)", manual)
 	}
 	fmt.Fprintf(w, "\nDone: %s fixed, %d unverified, %d failed, %d open%s.\n", plural.Forms(res.Fixed, "incident", "incidents"), res.Unverified, res.Failed, res.Open+manual, guided)
-	for _, io := range res.Incidents {
-		if io.Outcome == execute.IncidentUnverified || io.Outcome == execute.IncidentFailed {
-			r := io.RootCause
-			fmt.Fprintf(w, "  %s: %s on %s %s — %s\n", io.Outcome, r.FindingID, r.Cluster, r.Object.String(), io.Message)
+	for _, inc := range res.Incidents {
+		if inc.Outcome == execute.IncidentUnverified || inc.Outcome == execute.IncidentFailed {
+			r := inc.RootCause
+			fmt.Fprintf(w, "  %s: %s on %s %s — %s\n", inc.Outcome, r.FindingID, r.Cluster, r.Object.String(), inc.Message)
 		}
 	}
 	var remaining []execute.Outcome

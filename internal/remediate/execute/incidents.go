@@ -85,10 +85,15 @@ func (e *Executor) notReached(incs []remediate.IncidentPlan, res *Result) {
 // incident's outcome is journaled and counted, and the fixed ones are said. runErr is the
 // error that stopped the run, if any; it is returned, joined with any error of the journal.
 func (e *Executor) settle(ctx context.Context, res *Result, runErr error) error {
-	e.recheck(ctx, res)
+	// A simulated kill stops everything, as a real one would: nothing more is read or
+	// journaled. An interrupted context cannot read the clusters again.
+	killed := errors.Is(runErr, ErrKilled)
+	if !killed && ctx.Err() == nil {
+		e.recheck(ctx, res)
+	}
 	var errs []error
-	for _, io := range res.Incidents {
-		switch io.Outcome {
+	for _, inc := range res.Incidents {
+		switch inc.Outcome {
 		case IncidentFixed:
 			res.Fixed++
 		case IncidentUnverified:
@@ -98,10 +103,16 @@ func (e *Executor) settle(ctx context.Context, res *Result, runErr error) error 
 		default:
 			res.Open++
 		}
-		en := Entry{Step: "incident:" + io.ID, Phase: PhaseOutcome, Cluster: io.RootCause.Cluster, Target: io.RootCause.Object.String(), Outcome: io.Outcome, Message: io.Message}
+		if killed {
+			continue
+		}
+		en := Entry{Step: "incident:" + inc.ID, Phase: PhaseOutcome, Cluster: inc.RootCause.Cluster, Target: inc.RootCause.Object.String(), Outcome: inc.Outcome, Message: inc.Message}
 		if err := e.journal.Append(en); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) == 0 {
+		return runErr
 	}
 	return errors.Join(append([]error{runErr}, errs...)...)
 }
@@ -114,26 +125,26 @@ func (e *Executor) recheck(ctx context.Context, res *Result) {
 	}
 	e.say("\nJudging the clusters again, as scan does, to confirm what the steps fixed")
 	found, err := e.opts.Recheck(ctx)
-	for i, io := range res.Incidents {
-		if io.Outcome != IncidentFixed {
+	for i, inc := range res.Incidents {
+		if inc.Outcome != IncidentFixed {
 			continue
 		}
 		msg := ""
 		if err != nil {
 			msg = "the steps verified, but the clusters could not be judged again to confirm it: " + quote(err.Error())
-		} else if f, ok := stillDetected(io.RootCause, found); ok {
+		} else if f, ok := stillDetected(inc.RootCause, found); ok {
 			msg = fmt.Sprintf("the steps verified, but a scan run now still detects %s on %s %s: %s", f.ID, f.Cluster, f.Object.String(), quote(f.Summary))
 		}
 		if msg != "" {
 			res.Incidents[i].Outcome, res.Incidents[i].Message = IncidentUnverified, msg
-			e.say("  Incident %s on %s — %s: unverified: %s", io.RootCause.FindingID, io.RootCause.Cluster, io.RootCause.Object.String(), msg)
+			e.say("  Incident %s on %s — %s: unverified: %s", inc.RootCause.FindingID, inc.RootCause.Cluster, inc.RootCause.Object.String(), msg)
 		}
 	}
 }
 
 func anyFixed(incs []IncidentOutcome) bool {
-	for _, io := range incs {
-		if io.Outcome == IncidentFixed {
+	for _, inc := range incs {
+		if inc.Outcome == IncidentFixed {
 			return true
 		}
 	}
