@@ -79,8 +79,8 @@ outcome that means the incident is gone (a BundleDeployment Ready at its new dep
 Helm release deployed at the new revision, a rollout complete), and appends a line to the
 journal in --backup-dir. An incident stops at the first rung that verifies; once the steps are
 done the clusters are judged again as scan does, and an incident whose root cause is still
-detected is unverified, not fixed. An object that changed since planning is never overwritten: the
-step makes no write, the plan is made again and shown, and fix stops. Before the first write,
+detected is unverified, not fixed. An object that changed since planning is never
+overwritten: the step makes no write, the plan is made again and shown, and fix stops. Before the first write,
 fix asks the API server whether the credentials allow every write of the plan and names what
 is missing (deploy/rbac/fix.yaml grants it).
 
