@@ -79,10 +79,10 @@ outcome that means the incident is gone (a BundleDeployment Ready at its new dep
 Helm release deployed at the new revision, a rollout complete), and appends a line to the
 journal in --backup-dir. An incident stops at the first rung that verifies; once the steps are
 done the clusters are judged again as scan does, and an incident whose root cause is still
-detected is unverified, not fixed. An object that changed since planning is never
-overwritten: the step makes no write, the plan is made again and shown, and fix stops. Before the first write,
-fix asks the API server whether the credentials allow every write of the plan and names what
-is missing (deploy/rbac/fix.yaml grants it).
+detected is unverified, not fixed. An object that changed since planning is never overwritten:
+the step makes no write, the plan is made again and shown, and fix stops. Before the first
+write, fix asks the API server whether the credentials allow every write of the plan and names
+what is missing (deploy/rbac/fix.yaml grants it).
 
 Run again with the same --backup-dir after an interruption: finished steps are not repeated, a
 step the interrupted run wrote is verified instead of written again, and no backup is
