@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
 	"github.com/unstick-dev/unstick/internal/judge"
 	"github.com/unstick-dev/unstick/internal/registry"
@@ -71,12 +72,15 @@ above it are listed.
 Without --apply nothing is changed. With --apply each step asks first (--yes answers yes), then:
 backs up every object it will touch (YAML, one file per object, with events and pod logs as
 evidence) into --backup-dir, asks the API server for a server-side dry-run, writes with the
-resourceVersion read when planning as a precondition, verifies within --verify-timeout that
-the state moved, and appends a line to the journal in --backup-dir. An incident stops at the
-first rung that verifies. An object that changed since planning is never overwritten: the
-step makes no write, the plan is made again and shown, and fix stops. Before the first write,
-fix asks the API server whether the credentials allow every write of the plan and names what
-is missing (deploy/rbac/fix.yaml grants it).
+resourceVersion read when planning as a precondition, waits up to --verify-timeout for the
+outcome that means the incident is gone (a BundleDeployment Ready at its new deploymentID, a
+Helm release deployed at the new revision, a rollout complete), and appends a line to the
+journal in --backup-dir. An incident stops at the first rung that verifies; once the steps are
+done the clusters are judged again as scan does, and an incident whose root cause is still
+detected is unverified, not fixed. An object that changed since planning is never overwritten:
+the step makes no write, the plan is made again and shown, and fix stops. Before the first
+write, fix asks the API server whether the credentials allow every write of the plan and names
+what is missing (deploy/rbac/fix.yaml grants it).
 
 Run again with the same --backup-dir after an interruption: finished steps are not repeated, a
 step the interrupted run wrote is verified instead of written again, and no backup is
@@ -94,8 +98,8 @@ keep their payload (files 0600 in directories 0700) so restore is exact, and pay
 printed. --image references are checked against their registry even with --offline-registry.
 
 Exit codes: 0 nothing to fix (everything was read) or every incident fixed; 3 incidents remain
-(a plan printed without --apply, or steps blocked, above --max-risk, declined or not verified)
-whose most severe finding is at or above --fail-on (default info: any incident);
+(a plan printed without --apply, or steps blocked, above --max-risk, declined, failed or not
+verified) whose most severe finding is at or above --fail-on (default info: any incident);
 4 nothing to fix was found but part of the input could not be read; 1 unstick failed, an
 object changed since planning, or the input held no Kubernetes object; 2 usage error.`,
 		Example: `  # The plan for the current context; nothing is changed
@@ -140,7 +144,7 @@ object changed since planning, or the input held no Kubernetes object; 2 usage e
 	f.BoolVarP(&o.yes, "yes", "y", false, "with --apply, answer yes to every step's confirmation")
 	f.StringVar(&o.backupDir, "backup-dir", "", "where --apply keeps backups, evidence and its journal (default ./unstick-fix-<time>; reuse it to resume)")
 	o.backupKey.addFlags(f)
-	f.DurationVar(&o.verifyTimeout, "verify-timeout", 2*time.Minute, "how long a step waits for the state to move before it counts as not verified")
+	f.DurationVar(&o.verifyTimeout, "verify-timeout", execute.DefaultVerifyTimeout, "how long a step waits for its outcome (the deployment Ready, the release deployed, the rollout complete) before it counts as unverified")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	o.reg.addFlags(f)
 	o.kube.addFlags(f)
@@ -200,6 +204,20 @@ func (o *fixOptions) validate() error {
 // plan reads the clusters (or bundle), judges them and plans the fixes. The report says
 // whether the input was read whole.
 func (o *fixOptions) plan(ctx context.Context) (*remediate.Plan, *report.Report, error) {
+	in, rep, err := o.judged(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, w := range rep.Warnings {
+		o.g.log.Warn(w)
+	}
+	return remediate.Build(remediate.Input{Snap: in.snap, Incidents: rep.Incidents, Options: remediate.Options{
+		MaxRisk: o.risk, Only: o.judge.only, Clusters: o.judge.clusters, Images: o.choices, ImageFacts: o.imageFacts(ctx),
+	}}), rep, nil
+}
+
+// judged reads the clusters (or bundle) and judges them as scan does.
+func (o *fixOptions) judged(ctx context.Context) (*upgradeInputs, *report.Report, error) {
 	l := &upgradeLoader{g: o.g, from: o.from, live: o.live, kube: o.kube, reg: o.reg, cfg: o.judge.cfg, quiet: o.quiet}
 	in, err := l.load(ctx)
 	if err != nil {
@@ -216,13 +234,18 @@ func (o *fixOptions) plan(ctx context.Context) (*remediate.Plan, *report.Report,
 	// the report's verdict is only asked whether the input was read whole.
 	opts.FailOn = 0
 	opts.Images, opts.Errors = in.facts, in.registryErrors
-	rep := judge.Judge(in.snap, opts).Report
-	for _, w := range rep.Warnings {
-		o.g.log.Warn(w)
+	return in, judge.Judge(in.snap, opts).Report, nil
+}
+
+// recheck is the run's last gate (execute.Options.Recheck): the clusters read and judged
+// again once the steps are done, so fix reports fixed only what a scan run now no longer
+// detects.
+func (o *fixOptions) recheck(ctx context.Context) ([]finding.Finding, error) {
+	_, rep, err := o.judged(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return remediate.Build(remediate.Input{Snap: in.snap, Incidents: rep.Incidents, Options: remediate.Options{
-		MaxRisk: o.risk, Only: o.judge.only, Clusters: o.judge.clusters, Images: o.choices, ImageFacts: o.imageFacts(ctx),
-	}}), rep, nil
+	return rep.Findings, nil
 }
 
 // planExit is the exit of a printed plan: 3 while incidents remain, 4 when none was found
@@ -300,7 +323,7 @@ func (o *fixOptions) run(ctx context.Context) error {
 		log = o.s.ErrOut
 	}
 	opts := execute.Options{BackupDir: dir, Yes: o.yes, In: o.s.In, Out: log, VerifyTimeout: o.verifyTimeout,
-		Clients: execute.NewClients(configs), Run: runID, Key: key}
+		Clients: execute.NewClients(configs), Run: runID, Key: key, Recheck: o.recheck}
 	// An interrupted run is finished first, from its journal; then the plan is made again.
 	var resumed *execute.Result
 	if unfinished {
@@ -399,7 +422,13 @@ func writeFixSummary(w io.Writer, res *execute.Result, manual int, dir, name str
 	if manual > 0 {
 		guided = fmt.Sprintf(" (%d of them with guided steps only, listed above)", manual)
 	}
-	fmt.Fprintf(w, "\nDone: %s fixed, %d open%s.\n", plural.Forms(res.Fixed, "incident", "incidents"), res.Open+manual, guided)
+	fmt.Fprintf(w, "\nDone: %s fixed, %d unverified, %d failed, %d open%s.\n", plural.Forms(res.Fixed, "incident", "incidents"), res.Unverified, res.Failed, res.Open+manual, guided)
+	for _, inc := range res.Incidents {
+		if inc.Outcome == execute.IncidentUnverified || inc.Outcome == execute.IncidentFailed {
+			r := inc.RootCause
+			fmt.Fprintf(w, "  %s: %s on %s %s — %s\n", inc.Outcome, r.FindingID, r.Cluster, r.Object.String(), inc.Message)
+		}
+	}
 	var remaining []execute.Outcome
 	for _, oc := range res.Outcomes {
 		switch oc.Status {

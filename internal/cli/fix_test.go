@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/remediate"
+	"github.com/unstick-dev/unstick/internal/remediate/execute"
 )
 
 func TestFixUsageErrors(t *testing.T) {
@@ -111,5 +115,32 @@ func TestFixPlansTheExampleFleet(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Errorf("no release payload found to look for")
+	}
+}
+
+// The summary of a run counts each incident once, by its outcome, and says why each one that
+// is unverified or failed is not fixed.
+func TestFixSummaryCountsOutcomes(t *testing.T) {
+	bd := finding.ObjectRef{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "BundleDeployment", Namespace: "cluster-fleet-default-c-m-8k2lq-d39d68e554a5", Name: "platform-ingress-nginx"}
+	res := &execute.Result{Fixed: 1, Unverified: 1, Failed: 1, Open: 1, Incidents: []execute.IncidentOutcome{
+		{ID: "a", Outcome: execute.IncidentFixed, RootCause: remediate.Reason{FindingID: "helm/release-pending", Cluster: "prod-eu-1"}},
+		{ID: "b", Outcome: execute.IncidentUnverified, RootCause: remediate.Reason{FindingID: "fleet/bundle-err-applied", Cluster: "local", Object: bd},
+			Message: "step 2 (resync Bundle/fleet-default/platform-ingress-nginx): written, but not verified within 5m0s: BundleDeployment … is ErrApplied"},
+		{ID: "c", Outcome: execute.IncidentFailed, RootCause: remediate.Reason{FindingID: "suc/job-deadline", Cluster: "edge"}, Message: "step 4 (repair Job/system-upgrade/apply-k3s): refused"},
+		{ID: "d", Outcome: execute.IncidentOpen, RootCause: remediate.Reason{FindingID: "fleet/agent-upgrade-stuck", Cluster: "local"}, Message: "declined"},
+	}}
+	var out strings.Builder
+	writeFixSummary(&out, res, 2, "./fix", "unstick")
+	for _, want := range []string{
+		"Done: 1 incident fixed, 1 unverified, 1 failed, 3 open (2 of them with guided steps only, listed above).",
+		"  unverified: fleet/bundle-err-applied on local BundleDeployment/cluster-fleet-default-c-m-8k2lq-d39d68e554a5/platform-ingress-nginx — step 2 (resync",
+		"  failed: suc/job-deadline on edge",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the summary does not say %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "helm/release-pending") || strings.Contains(out.String(), "fleet/agent-upgrade-stuck") {
+		t.Errorf("the summary lists a fixed or open incident as not fixed:\n%s", out.String())
 	}
 }

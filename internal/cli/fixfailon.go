@@ -9,7 +9,7 @@ import (
 
 // remaining counts the incidents of plan that keep fix's exit at 3 under --fail-on: those
 // whose most severe finding is at or above it, among the planned incidents (after an --apply
-// run, res, only those it left open) and the guided ones. An incident the report does not
+// run, res, only those it did not fix) and the guided ones. An incident the report does not
 // hold counts, so that a gap never reads as fixed.
 func (o *fixOptions) remaining(plan *remediate.Plan, rep *report.Report, res *execute.Result) int {
 	if o.judge.failOn == "none" {
@@ -23,8 +23,8 @@ func (o *fixOptions) remaining(plan *remediate.Plan, rep *report.Report, res *ex
 	var isOpen map[string]bool
 	if res != nil {
 		isOpen = map[string]bool{}
-		for _, id := range res.OpenIncidents {
-			isOpen[id] = true
+		for _, io := range res.Incidents {
+			isOpen[io.ID] = io.Outcome != execute.IncidentFixed
 		}
 	}
 	n := 0

@@ -218,6 +218,29 @@ type Step struct {
 	// not the agent comes back (against the real Fleet v0.16.0 it does so for a wedged agent
 	// whose pod it leaves running), so the controller's reconcile alone proves nothing.
 	ChecksIn *FleetClusterRef `json:"checksIn,omitempty"`
+	// Deploys is set on the steps of a BundleDeployment incident: the step verifies only once
+	// that BundleDeployment is Ready at the deployment the step brings about (applied
+	// deploymentID equal to spec.deploymentID, no condition False or with reason Error). The
+	// Fleet controller observes a force-sync at once whatever becomes of the deployment, so
+	// the bump alone proves nothing.
+	Deploys *BundleDeploymentRef `json:"deploys,omitempty"`
+}
+
+// BundleDeploymentRef names a BundleDeployment on a management cluster as it was planned, and
+// what must change before its state counts as the step's outcome.
+type BundleDeploymentRef struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+	// DeploymentID is spec.deploymentID when planned.
+	DeploymentID string `json:"deploymentID,omitempty"`
+	// NewDeployment: the step makes the controller compute a new deploymentID (a force-sync
+	// changes the deployment options it hashes); the old one, even Ready, is not the outcome.
+	NewDeployment bool `json:"newDeployment,omitempty"`
+	// NewObject: the step deletes the BundleDeployment; the one the controller creates in its
+	// place (another UID) must become Ready.
+	NewObject bool `json:"newObject,omitempty"`
 }
 
 // FleetClusterRef names a Fleet Cluster on a management cluster.

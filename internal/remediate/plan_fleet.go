@@ -150,26 +150,45 @@ func (pl *planner) bundle(inc finding.Incident) []Attempt {
 	if r, risk, ok := rung(root, RungResync, sigResync); ok {
 		if fleet.IsAgentBundle(name) {
 			if fc != nil {
-				out = append(out, single(checksIn(inc, m, fc, pl.redeployStep(m, fc, RungResync, risk, r.Action, why))))
+				out = append(out, single(deploys(checksIn(inc, m, fc, pl.redeployStep(m, fc, RungResync, risk, r.Action, why)), m, bd, false)))
 			}
 		} else if b := pl.bundleTarget(m, bd.Labels.Get(fleet.LabelBundleNamespace), name); b != nil {
-			out = append(out, single(pl.forceSyncStep(m, b, RungResync, risk, r.Action, why)))
+			out = append(out, single(deploys(pl.forceSyncStep(m, b, RungResync, risk, r.Action, why), m, bd, true)))
 		}
 	}
 	if r, risk, ok := rung(root, RungRestart, sigRestartAgent); ok {
 		if d := agentDeployment(down, fc); d != nil {
-			out = append(out, single(checksIn(inc, m, fc, pl.restartStep(down, d, risk, r.Action, why))))
+			out = append(out, single(deploys(checksIn(inc, m, fc, pl.restartStep(down, d, risk, r.Action, why)), m, bd, false)))
 		}
 	}
 	if r, risk, ok := rung(root, RungRestart, sigRestartFleetC); ok {
 		if d, ok := m.Get("Deployment", fleet.DefaultAgentNamespace, "fleet-controller").(*appsv1.Deployment); ok {
-			out = append(out, single(pl.restartStep(m, d, risk, r.Action, why)))
+			out = append(out, single(deploys(pl.restartStep(m, d, risk, r.Action, why), m, bd, false)))
 		}
 	}
 	if r, risk, ok := rung(root, RungRepair, sigDeleteBD); ok && !fleet.IsAgentBundle(name) {
-		out = append(out, single(pl.deleteBDStep(m, bd, risk, r.Action, why)))
+		out = append(out, single(deploys(pl.deleteBDStep(m, bd, risk, r.Action, why), m, bd, false)))
 	}
 	return out
+}
+
+// deploys makes a step of a BundleDeployment incident verify only once that BundleDeployment
+// is Ready (Step.Deploys): at a new deploymentID after a force-sync (fresh), as another object
+// after a delete, else at whatever deploymentID the controller gives it.
+func deploys(s Step, m *snapshot.Cluster, bd *snapshot.BundleDeployment, fresh bool) Step {
+	ref := &BundleDeploymentRef{Cluster: m.Name, Namespace: bd.Namespace, Name: bd.Name, UID: string(bd.UID),
+		DeploymentID: bd.Spec.DeploymentID, NewDeployment: fresh, NewObject: s.Action == DeleteBundleDeployment}
+	s.Deploys = ref
+	at := "its deploymentID"
+	switch {
+	case ref.NewDeployment:
+		at = "a new deploymentID (not " + orDash(ref.DeploymentID) + ")"
+	case ref.NewObject:
+		at = "its deploymentID, re-created by the controller (a UID other than " + orDash(ref.UID) + ")"
+	}
+	s.Verify += fmt.Sprintf("; and BundleDeployment %s/%s is Ready at %s: status.appliedDeploymentID equals spec.deploymentID and no condition is False or in error — the deployment succeeded, not only the request",
+		bd.Namespace, bd.Name, at)
+	return s
 }
 
 // bundleRef is what a force-sync bumps: the GitRepo a Bundle comes from when the snapshot

@@ -373,3 +373,33 @@ func TestPlanCommandsNameTheKubeconfigGiven(t *testing.T) {
 		t.Errorf("no step for %v", want)
 	}
 }
+
+// A bundle that cannot be applied: its resync verifies only once the BundleDeployment is Ready
+// at a new deploymentID (the controller observes the bump whatever becomes of the deployment),
+// and the delete that repairs it only once the re-created one is Ready.
+func TestPlanBundleStepsWaitForTheDeployment(t *testing.T) {
+	const bd = "platform-ingress-nginx"
+	const id = "s-b744a663bd7fc20fe4e4b861d880c591a04815fc778ae096525bebae95102:2bd5c93f5965d2cdeabdeeb8f288d0cefdebf87c92fa0d32e7f87d26832624a3"
+	p := plan(t, scenario("fleet/bundle-err-applied-positive"), remediate.Options{MaxRisk: remediate.High})
+	n := 0
+	for _, s := range p.Steps() {
+		if !s.Action.Mutating() {
+			continue
+		}
+		n++
+		d := s.Deploys
+		if d == nil || d.Name != bd || d.Namespace != "cluster-fleet-default-c-m-8k2lq-d39d68e554a5" || d.DeploymentID != id || d.UID == "" {
+			t.Errorf("%s step %s does not wait for BundleDeployment %s: %+v", s.Action, s.ID, bd, d)
+			continue
+		}
+		if d.NewDeployment != (s.Action == remediate.ForceSync) || d.NewObject != (s.Action == remediate.DeleteBundleDeployment) {
+			t.Errorf("%s step waits for a new deploymentID %v, a new object %v", s.Action, d.NewDeployment, d.NewObject)
+		}
+		if !strings.Contains(s.Verify, "is Ready at") {
+			t.Errorf("%s step's verify text does not say it waits for the deployment: %q", s.Action, s.Verify)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no mutating step planned for a bundle that cannot be applied")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/remediate"
 )
@@ -25,8 +26,8 @@ type Options struct {
 	Yes bool
 	In  io.Reader
 	Out io.Writer
-	// VerifyTimeout bounds how long a step waits for the state to move; PollInterval is how
-	// often it looks.
+	// VerifyTimeout bounds how long a step waits for its outcome (DefaultVerifyTimeout when
+	// unset); PollInterval is how often it looks.
 	VerifyTimeout time.Duration
 	PollInterval  time.Duration
 	Clients       *Clients
@@ -35,7 +36,16 @@ type Options struct {
 	// Key authenticates the backup directory: a directory an earlier run wrote is refused
 	// unless its MACs verify under it, and every line this run writes carries one.
 	Key *BackupKey
+	// Recheck, when set, judges the clusters again once the run's steps are done, as scan
+	// does, and returns every finding it detects: an incident whose root cause is among them
+	// is not fixed, whatever its steps verified.
+	Recheck func(ctx context.Context) ([]finding.Finding, error)
 }
+
+// DefaultVerifyTimeout is how long a step waits for its outcome by default: Helm's own
+// default wait (helm --timeout, 5m), which a Fleet bundle's Helm wait and a Deployment's
+// rollout of a few replicas fit in.
+const DefaultVerifyTimeout = 5 * time.Minute
 
 // Status of a step at the end of a run.
 const (
@@ -69,11 +79,16 @@ type Result struct {
 	BackupDir string    `json:"backupDir"`
 	Run       string    `json:"run"`
 	Outcomes  []Outcome `json:"outcomes"`
-	// Fixed counts incidents one of whose attempts verified; Open the others.
-	Fixed int `json:"fixed"`
-	Open  int `json:"open"`
-	// OpenIncidents are the IDs of the incidents Open counts (IncidentPlan.ID).
-	OpenIncidents []string `json:"-"`
+	// Fixed counts incidents one of whose attempts verified (and which a scan run after the
+	// steps no longer detects); Unverified those whose steps were written but whose outcome
+	// was not seen; Failed those a step failed or was refused for; Open the others (declined,
+	// blocked, above --max-risk, not run).
+	Fixed      int `json:"fixed"`
+	Unverified int `json:"unverified"`
+	Failed     int `json:"failed"`
+	Open       int `json:"open"`
+	// Incidents says what became of each incident of the plan, and why.
+	Incidents []IncidentOutcome `json:"incidents,omitempty"`
 	// Resumed are steps an earlier, interrupted run had begun and this run finished.
 	Resumed []Outcome `json:"resumed,omitempty"`
 }
@@ -134,22 +149,18 @@ func Run(ctx context.Context, plan *remediate.Plan, opts Options) (*Result, erro
 		}
 	}
 	for i, inc := range plan.Incidents {
-		if err := e.incident(ctx, plan, inc, res); err != nil {
-			for _, rest := range plan.Incidents[i:] {
-				res.open(rest)
-			}
-			return res, err
-		}
-		if e.quit {
-			break
+		err := e.incident(ctx, plan, inc, res)
+		if err != nil || e.quit {
+			e.notReached(plan.Incidents[i+1:], res)
+			return res, e.settle(ctx, res, err)
 		}
 	}
-	return res, nil
+	return res, e.settle(ctx, res, nil)
 }
 
 func newExecutor(ctx context.Context, opts Options, numbers map[string]int) (*Executor, *Result, error) {
 	if opts.VerifyTimeout <= 0 {
-		opts.VerifyTimeout = 2 * time.Minute
+		opts.VerifyTimeout = DefaultVerifyTimeout
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
@@ -202,7 +213,9 @@ func priorClusters(prior *Backup) []string {
 		names[ie.Cluster] = true
 	}
 	for _, en := range prior.Journal {
-		if en.Cluster != "" && en.Phase != "" && !strings.HasPrefix(en.Step, "restore:") {
+		// An incident's outcome line names the cluster of its root cause, which no step may
+		// have written to.
+		if en.Cluster != "" && en.Phase != "" && en.Phase != PhaseOutcome && !strings.HasPrefix(en.Step, "restore:") {
 			names[en.Cluster] = true
 		}
 	}
@@ -496,7 +509,7 @@ func (e *Executor) record(st remediate.Step, phase, msg string, mod func(*Entry)
 func (e *Executor) incident(ctx context.Context, plan *remediate.Plan, inc remediate.IncidentPlan, res *Result) error {
 	r := inc.RootCause
 	e.say("\nIncident: %s on %s — %s", r.FindingID, r.Cluster, r.Object.String())
-	fixed := false
+	fixed, first := false, len(res.Outcomes)
 	for _, a := range inc.Attempts {
 		if e.quit {
 			e.remain(a, res, StatusNotRun, "the run was stopped")
@@ -518,6 +531,8 @@ func (e *Executor) incident(ctx context.Context, plan *remediate.Plan, inc remed
 			status, msg, err := e.runStep(ctx, st, a.Steps)
 			res.Outcomes = append(res.Outcomes, Outcome{Number: e.numbers[st.ID], Step: st, Status: status, Message: msg})
 			if err != nil {
+				// Stopped by an error: what its steps did so far decides.
+				res.Incidents = append(res.Incidents, incidentOutcome(inc, res.Outcomes[first:], false))
 				return err
 			}
 			if status != StatusVerified && status != StatusSaved && !(status == StatusDone && e.states[st.ID].terminal == PhaseVerified) {
@@ -534,20 +549,11 @@ func (e *Executor) incident(ctx context.Context, plan *remediate.Plan, inc remed
 			fixed = true
 		}
 	}
-	if fixed {
-		res.Fixed++
-	} else {
-		res.open(inc)
-	}
+	res.Incidents = append(res.Incidents, incidentOutcome(inc, res.Outcomes[first:], fixed))
 	return nil
 }
 
 // open counts inc as an incident the run left open.
-func (r *Result) open(inc remediate.IncidentPlan) {
-	r.Open++
-	r.OpenIncidents = append(r.OpenIncidents, inc.ID)
-}
-
 func (e *Executor) remain(a remediate.Attempt, res *Result, status, why string) {
 	for _, st := range a.Steps {
 		res.Outcomes = append(res.Outcomes, Outcome{Number: e.numbers[st.ID], Step: st, Status: status, Message: why})
@@ -793,6 +799,10 @@ func (e *Executor) verify(ctx context.Context, cl *cluster, st remediate.Step, v
 	var why string
 	for {
 		_, ok, w, err := e.state(ctx, cl, st, v)
+		if err == nil && ok && st.Deploys != nil {
+			// The controller did what was asked; the deployment must have succeeded too.
+			ok, w, err = e.deployed(ctx, st)
+		}
 		if err != nil {
 			w = err.Error()
 		}

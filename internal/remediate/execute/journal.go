@@ -49,6 +49,9 @@ type Entry struct {
 	Migrated int      `json:"migrated,omitempty"`
 	Pages    int      `json:"pages,omitempty"`
 	Objects  []string `json:"objects,omitempty"`
+	// Outcome is, on an incident's outcome line (PhaseOutcome), what became of it: fixed,
+	// unverified, failed or open.
+	Outcome string `json:"outcome,omitempty"`
 	// MAC chains the line to the one before it (journalMAC). It is the last field, so the
 	// line without it is the line's JSON with the MAC's suffix cut off.
 	MAC string `json:"mac,omitempty"`
