@@ -8,6 +8,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/shellcmd"
+	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // personalise fills the placeholders of a finding's remediation commands with what is known
@@ -78,7 +79,7 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 				}
 			}
 			for _, p := range placeholders(c) {
-				if p != "<management-context>" {
+				if p != "<management-context>" && p != snapshot.ContextPlaceholder {
 					st.Notes = appendNew(st.Notes, p+": "+placeholderWords(p))
 				}
 			}
@@ -142,9 +143,7 @@ var placeholderMeaning = map[string]string{
 	"multi-arch-image":       "an image published for every node's architecture",
 	"mirrored-image":         "the image as mirrored in a registry the nodes can reach",
 	"existing-image":         "an image reference that exists in its registry",
-	"password":               "the registry password (never recorded by unstick)",
-	"user":                   "the registry user",
-	"registry":               "the registry host",
+	"docker-config-file":     "a Docker config file holding the registry's credentials (docker login --password-stdin writes one)",
 	"secret":                 "the name to give the pull secret",
 	"limit":                  "the memory limit to set",
 	"value":                  "the new quota value",
