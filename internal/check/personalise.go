@@ -44,12 +44,17 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 		x := newAimer(ix, f)
 		a = &x
 	}
+	notFleet := notFleetManaged(ix, f)
 	steps := make([]finding.Step, len(f.Remediation))
 	for i, st := range f.Remediation {
 		cmds := make([]string, 0, len(st.Commands))
 		st.Notes = append([]string(nil), st.Notes...)
 		stepOnManagement := slices.ContainsFunc(st.Commands, func(c string) bool { return strings.Contains(c, "fleet-crd") })
 		for _, c := range st.Commands {
+			if notFleet != "" && fleetCommand.MatchString(c) {
+				st.Notes = appendNew(st.Notes, "The Fleet commands are left out: "+notFleet+".")
+				continue
+			}
 			if b := vars[noGitRepo]; b != "" && strings.Contains(c, "gitrepos.fleet.cattle.io <gitrepo>") {
 				st.Notes = appendNew(st.Notes, "The GitRepo command is left out: bundle "+b+" was not created from a GitRepo.")
 				continue
