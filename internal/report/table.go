@@ -158,12 +158,13 @@ func (t *tableWriter) incident(n int, inc finding.Incident) {
 	}
 	if len(inc.Symptoms) > 0 {
 		t.printf("    %s\n", t.paint(ansiDim, "symptoms:"))
-		for i, s := range inc.Symptoms {
+		lines := symptomLines(inc)
+		for i, l := range lines {
 			if i == 8 {
-				t.printf("      … and %d more\n", len(inc.Symptoms)-8)
+				t.printf("      … and %d more\n", len(lines)-8)
 				break
 			}
-			t.wrap("      ", "- "+s.ID+" "+clusterLabel(s)+": "+s.Summary)
+			t.wrap("      ", l)
 		}
 	}
 	if inc.NextStep != nil {
