@@ -69,6 +69,10 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 				cmds = append(cmds, shellcmd.Withheld(err))
 				continue
 			}
+			if why, ok := noRollbackTarget(ix, f, c); ok {
+				st.Notes = appendNew(st.Notes, "The rollback command is left out: "+why+".")
+				continue
+			}
 			if d, ok := missingDeployment(ix, f, c); ok {
 				st.Notes = appendNew(st.Notes, "The restart command is left out: "+d+".")
 				continue

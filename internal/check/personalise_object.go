@@ -115,3 +115,35 @@ func evidenceVars(f *finding.Finding) map[string]string {
 	}
 	return v
 }
+
+// noRollbackTarget says, for a helm rollback command whose revision is still a placeholder,
+// that the release's history holds no revision it could go back to: no earlier one at all
+// (<revision>), or no earlier deployed one (<last-deployed-revision>).
+func noRollbackTarget(ix *snapIndex, f *finding.Finding, cmd string) (string, bool) {
+	last := strings.Contains(cmd, "<last-deployed-revision>")
+	if ix == nil || !strings.Contains(cmd, " rollback ") || !last && !strings.Contains(cmd, "<revision>") {
+		return "", false
+	}
+	c := ix.snap.Cluster(f.Cluster)
+	if c == nil {
+		return "", false
+	}
+	s, _ := c.Get("Secret", f.Object.Namespace, f.Object.Name).(*corev1.Secret)
+	if s == nil || c.Releases(s.Namespace, releaseName(s.Name)) == nil {
+		return "", false
+	}
+	own, err := strconv.Atoi(s.Name[strings.LastIndex(s.Name, ".v")+2:])
+	if err != nil {
+		return "", false
+	}
+	for _, r := range c.Releases(s.Namespace, releaseName(s.Name)) {
+		if r.Revision < own && (!last || r.Status == "deployed") {
+			return "", false
+		}
+	}
+	what := "no earlier revision"
+	if last {
+		what = "no earlier deployed revision"
+	}
+	return "Helm stores " + what + " of release " + s.Namespace + "/" + releaseName(s.Name) + " to roll back to", true
+}
