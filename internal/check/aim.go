@@ -46,6 +46,10 @@ func contextOf(c *snapshot.Cluster, name string) target {
 	if c == nil {
 		return target{Target: shellcmd.Target{Context: name}, note: "context " + name + " is the cluster's name: the input holds nothing about that cluster"}
 	}
+	if c.ContextSource == snapshot.ContextUnknown {
+		return target{Target: shellcmd.Target{Placeholder: snapshot.ContextPlaceholder, Server: c.ContextServer, Kubeconfig: c.Kubeconfig},
+			note: snapshot.ContextPlaceholder + ": the kubeconfig context of cluster " + c.Name + " (the bundle recorded none)"}
+	}
 	ctx := c.Context
 	if ctx == "" {
 		ctx = name

@@ -1,9 +1,7 @@
 package check
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -131,78 +129,4 @@ func affected(inc finding.Incident) string {
 		}
 	}
 	return inc.RootCause.Cluster
-}
-
-func (c *Context) fleetwide(incs []finding.Incident, fs []finding.Finding) ([]finding.Incident, []finding.Finding) {
-	minClusters := c.Thresholds.Int("fleet.fleetwideMinClusters")
-	type bucket struct {
-		idx      []int
-		clusters map[string]bool
-	}
-	buckets := map[string]*bucket{}
-	var keys []string
-	for i, inc := range incs {
-		sig := inc.RootCause.Signature
-		if sig == "" {
-			continue
-		}
-		k := inc.RootCause.ID + "\x00" + sig
-		b := buckets[k]
-		if b == nil {
-			b = &bucket{clusters: map[string]bool{}}
-			buckets[k] = b
-			keys = append(keys, k)
-		}
-		b.idx = append(b.idx, i)
-		b.clusters[affected(inc)] = true
-	}
-	merged := map[int]bool{}
-	out := make([]finding.Incident, 0, len(incs))
-	for _, k := range keys {
-		b := buckets[k]
-		if len(b.clusters) < minClusters {
-			continue
-		}
-		first := incs[b.idx[0]].RootCause
-		names := make([]string, 0, len(b.clusters))
-		for n := range b.clusters {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		var symptoms []finding.Finding
-		var since *time.Time
-		for _, i := range b.idx {
-			merged[i] = true
-			inc := incs[i]
-			symptoms = append(symptoms, inc.RootCause)
-			symptoms = append(symptoms, inc.Symptoms...)
-			if s := inc.RootCause.Since; s != nil && (since == nil || s.Before(*since)) {
-				since = s
-			}
-		}
-		fw := c.New("fleet/fleetwide-failure", nil, first.Object, fmt.Sprintf("%d clusters fail the same way (%s): %s", len(names), first.ID, first.Summary))
-		// The finding points at the first member's object, so it names that object's cluster
-		// (a downstream cluster for a Helm release, the management cluster for a
-		// BundleDeployment); the summary and evidence name every affected cluster.
-		fw.Cluster = first.Cluster
-		if len(names) <= 20 {
-			fw.Summary = fmt.Sprintf("%d clusters fail the same way (%s on %s)", len(names), first.ID, strings.Join(names, ", "))
-		}
-		fw.Since = since
-		fw.Evidence = append(fw.Evidence, finding.Evidence{Source: "signature", Text: first.Signature})
-		for _, i := range b.idx {
-			r := incs[i].RootCause
-			fw.Evidence = append(fw.Evidence, finding.Evidence{Source: affected(incs[i]), Text: r.Summary})
-		}
-		fs = append(fs, fw)
-		sort.SliceStable(symptoms, func(i, j int) bool { return c.causeBefore(symptoms[i], symptoms[j]) })
-		out = append(out, finding.NewIncident(fw, symptoms))
-	}
-	for i, inc := range incs {
-		if !merged[i] {
-			out = append(out, inc)
-		}
-	}
-	SortFindings(fs)
-	return out, fs
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/shellcmd"
+	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // personalise fills the placeholders of a finding's remediation commands with what is known
@@ -17,6 +18,26 @@ import (
 // the one to run. A placeholder nothing knows stays, and the step says in words what it
 // stands for. Without a snapshot only the object and Vars are used and nothing is aimed.
 func personalise(ix *snapIndex, f *finding.Finding) {
+	p := newPersonaliser(ix, f)
+	steps := make([]finding.Step, len(f.Remediation))
+	for i, st := range f.Remediation {
+		steps[i] = p.step(st)
+	}
+	f.Remediation = steps
+}
+
+// personaliser holds what filling one finding's commands needs: the values known, the words
+// that scope some of them, the aim of its commands, and why Fleet's commands do not apply.
+type personaliser struct {
+	ix       *snapIndex
+	f        *finding.Finding
+	vars     map[string]string
+	words    []string
+	aim      *aimer
+	notFleet string
+}
+
+func newPersonaliser(ix *snapIndex, f *finding.Finding) *personaliser {
 	vars := objectVars(f.Object)
 	for k, v := range snapshotVars(ix, f, mergedVars(vars, f.Vars)) {
 		if _, ok := vars[k]; !ok {
@@ -38,61 +59,87 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 		}
 	}
 	sort.Strings(words)
-	var a *aimer
+	p := &personaliser{ix: ix, f: f, vars: vars, words: words, notFleet: notFleetManaged(ix, f)}
 	if ix != nil {
-		x := newAimer(ix, f)
-		a = &x
+		a := newAimer(ix, f)
+		p.aim = &a
 	}
-	steps := make([]finding.Step, len(f.Remediation))
-	for i, st := range f.Remediation {
-		cmds := make([]string, 0, len(st.Commands))
-		st.Notes = append([]string(nil), st.Notes...)
-		stepOnManagement := slices.ContainsFunc(st.Commands, func(c string) bool { return strings.Contains(c, "fleet-crd") })
-		for _, c := range st.Commands {
-			if b := vars[noGitRepo]; b != "" && strings.Contains(c, "gitrepos.fleet.cattle.io <gitrepo>") {
-				st.Notes = appendNew(st.Notes, "The GitRepo command is left out: bundle "+b+" was not created from a GitRepo.")
-				continue
-			}
-			if fc := vars[selfRegistered]; fc != "" && strings.Contains(c, `"redeployAgentGeneration"`) {
-				st.Notes = appendNew(st.Notes, "The redeployAgentGeneration command is left out: Fleet Cluster "+fc+
-					" was registered by its agent (no spec.kubeConfigSecret), and the Fleet controller redeploys only agents it deployed itself.")
-				continue
-			}
-			c, err := fillCommand(c, vars, words)
-			if err != nil {
-				cmds = append(cmds, shellcmd.Withheld(err))
-				continue
-			}
-			if d, ok := missingDeployment(ix, f, c); ok {
-				st.Notes = appendNew(st.Notes, "The restart command is left out: "+d+".")
-				continue
-			}
-			if a != nil {
-				var note string
-				if c, note, err = a.aim(c, stepOnManagement); err != nil {
-					cmds = append(cmds, shellcmd.Withheld(err))
-					continue
-				}
-				if note != "" {
-					st.Notes = appendNew(st.Notes, note)
-				}
-			}
-			for _, p := range placeholders(c) {
-				if p != "<management-context>" {
-					st.Notes = appendNew(st.Notes, p+": "+placeholderWords(p))
-				}
-			}
+	return p
+}
+
+// step fills and aims every command of one rung; a command that does not apply is left out
+// and a note says why.
+func (p *personaliser) step(st finding.Step) finding.Step {
+	cmds := make([]string, 0, len(st.Commands))
+	st.Notes = append([]string(nil), st.Notes...)
+	onManagement := slices.ContainsFunc(st.Commands, func(c string) bool { return strings.Contains(c, "fleet-crd") })
+	for _, c := range st.Commands {
+		c, notes, keep := p.command(c, onManagement)
+		for _, n := range notes {
+			st.Notes = appendNew(st.Notes, n)
+		}
+		if keep {
 			cmds = append(cmds, c)
 		}
-		if len(st.Commands) > 0 {
-			st.Commands = cmds
-		}
-		if len(st.Notes) == 0 {
-			st.Notes = nil
-		}
-		steps[i] = st
 	}
-	f.Remediation = steps
+	if len(st.Commands) > 0 {
+		st.Commands = cmds
+	}
+	if len(st.Notes) == 0 {
+		st.Notes = nil
+	}
+	return st
+}
+
+// command is one command filled and aimed, the notes it needs, and whether it is kept: a
+// command whose value fails its rule is kept withheld, one that does not apply is dropped.
+func (p *personaliser) command(c string, onManagement bool) (string, []string, bool) {
+	if note, ok := p.leftOutBefore(c); ok {
+		return "", []string{note}, false
+	}
+	c, err := fillCommand(c, p.vars, p.words)
+	if err != nil {
+		return shellcmd.Withheld(err), nil, true
+	}
+	if why, ok := noRollbackTarget(p.ix, p.f, c); ok {
+		return "", []string{"The rollback command is left out: " + why + "."}, false
+	}
+	if d, ok := missingDeployment(p.ix, p.f, c); ok {
+		return "", []string{"The restart command is left out: " + d + "."}, false
+	}
+	var notes []string
+	if p.aim != nil {
+		var note string
+		if c, note, err = p.aim.aim(c, onManagement); err != nil {
+			return shellcmd.Withheld(err), nil, true
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
+	for _, ph := range placeholders(c) {
+		if ph != "<management-context>" && ph != snapshot.ContextPlaceholder {
+			notes = append(notes, ph+": "+placeholderWords(ph))
+		}
+	}
+	return c, notes, true
+}
+
+// leftOutBefore says, before filling, that a command does not apply to the finding: a Fleet
+// command for a release Fleet does not deploy, a GitRepo patch for a bundle made without
+// one, a redeploy of an agent that registered itself.
+func (p *personaliser) leftOutBefore(c string) (string, bool) {
+	if p.notFleet != "" && fleetCommand.MatchString(c) {
+		return "The Fleet commands are left out: " + p.notFleet + ".", true
+	}
+	if b := p.vars[noGitRepo]; b != "" && strings.Contains(c, "gitrepos.fleet.cattle.io <gitrepo>") {
+		return "The GitRepo command is left out: bundle " + b + " was not created from a GitRepo.", true
+	}
+	if fc := p.vars[selfRegistered]; fc != "" && strings.Contains(c, `"redeployAgentGeneration"`) {
+		return "The redeployAgentGeneration command is left out: Fleet Cluster " + fc +
+			" was registered by its agent (no spec.kubeConfigSecret), and the Fleet controller redeploys only agents it deployed itself.", true
+	}
+	return "", false
 }
 
 func mergedVars(a, b map[string]string) map[string]string {
@@ -142,9 +189,7 @@ var placeholderMeaning = map[string]string{
 	"multi-arch-image":       "an image published for every node's architecture",
 	"mirrored-image":         "the image as mirrored in a registry the nodes can reach",
 	"existing-image":         "an image reference that exists in its registry",
-	"password":               "the registry password (never recorded by unstick)",
-	"user":                   "the registry user",
-	"registry":               "the registry host",
+	"docker-config-file":     "a Docker config file holding the registry's credentials (docker login --password-stdin writes one)",
 	"secret":                 "the name to give the pull secret",
 	"limit":                  "the memory limit to set",
 	"value":                  "the new quota value",

@@ -41,6 +41,9 @@ func snapshotVars(ix *snapIndex, f *finding.Finding, known map[string]string) ma
 				for k, x := range redeployVars(fc) {
 					v[k] = x
 				}
+				if fc.Status.Namespace != "" {
+					v["cluster-namespace"] = fc.Status.Namespace
+				}
 			}
 		}
 	}
@@ -89,6 +92,13 @@ func snapshotVars(ix *snapIndex, f *finding.Finding, known map[string]string) ma
 		} else if c := s.Cluster(f.Cluster); c != nil {
 			if ctrls := inventory.Controllers(c); len(ctrls) == 1 {
 				v["suc-namespace"] = ctrls[0].Deployment.Namespace
+			}
+		}
+	}
+	for _, facts := range []map[string]string{objectFacts(ix, f), evidenceVars(f)} {
+		for k, x := range facts {
+			if _, ok := v[k]; !ok && x != "" {
+				v[k] = x
 			}
 		}
 	}

@@ -394,7 +394,8 @@ func TestPreflightTargetVersionGate(t *testing.T) {
 	for _, want := range []string{
 		"gate  api/removed-in-target [prod-ap-1] Helm release kube-system/apf-tuning",
 		"(revision 2)", "flowcontrol.apiserver.k8s.io/v1beta3 (→ flowcontrol.apiserver.k8s.io/v1)", "--target-version is v1.32.0",
-		"$ helm --kube-context prod-ap-1 mapkubeapis apf-tuning --namespace kube-system",
+		// The bundle names its one cluster but records no context: the placeholder stands in.
+		"$ helm --kube-context <context> mapkubeapis apf-tuning --namespace kube-system",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("preflight does not say %q:\n%s", want, out)
@@ -408,19 +409,21 @@ func TestPreflightTargetVersionGate(t *testing.T) {
 }
 
 // A bundle without clusters/ is one cluster, named after what it holds ("local" for a
-// management cluster): the context its commands carry is that name, never the loader's
-// placeholder for it (a NUL-prefixed name once reached `fix`'s kubectl lines).
+// management cluster). Nothing recorded the kubeconfig context it was read through, and
+// neither that name nor the bundle directory's is one: its commands carry --context
+// <context> and say what to put there, never the loader's placeholder for the cluster (a
+// NUL-prefixed name once reached `fix`'s kubectl lines).
 func TestSingleClusterBundleCommandsNameTheCluster(t *testing.T) {
 	dir := "../../testdata/scenarios/fleet/agent-upgrade-stuck-positive"
 	js := mustOut(t, "scan", "--from", dir, "--now", "2026-11-28T09:30:00Z", "-o", "json")
 	var r struct {
-		Clusters []struct{ Name, Context string }
+		Clusters []struct{ Name, Context, ContextSource string }
 	}
 	if err := json.Unmarshal([]byte(js), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Clusters) != 1 || r.Clusters[0].Name != "local" || r.Clusters[0].Context != "local" {
-		t.Errorf("clusters %+v, want one named local with context local", r.Clusters)
+	if len(r.Clusters) != 1 || r.Clusters[0].Name != "local" || r.Clusters[0].Context != "" || r.Clusters[0].ContextSource != "unknown" {
+		t.Errorf("clusters %+v, want one named local whose context is unknown", r.Clusters)
 	}
 	for _, args := range [][]string{
 		{"scan", "--from", dir, "--now", "2026-11-28T09:30:00Z"},
@@ -428,8 +431,13 @@ func TestSingleClusterBundleCommandsNameTheCluster(t *testing.T) {
 		{"fix", "--from", dir, "--now", "2026-11-28T09:30:00Z", "-o", "json"},
 	} {
 		out, _, _ := run(t, args...)
-		if strings.ContainsRune(out, 0) || strings.Contains(out, `\u0000`) || strings.Contains(out, "context 'root'") || !strings.Contains(out, "--context local -n fleet-default patch") {
-			t.Errorf("%v: the redeploy command is not aimed at --context local:\n%s", args, out)
+		// fix -o json escapes < and > as JSON's encoder does by default.
+		aimed := strings.Contains(out, "--context <context> -n fleet-default patch") || strings.Contains(out, `--context \u003ccontext\u003e -n fleet-default patch`)
+		if strings.ContainsRune(out, 0) || strings.Contains(out, `\u0000`) || strings.Contains(out, "context 'root'") || !aimed {
+			t.Errorf("%v: the redeploy command is not aimed at --context <context>:\n%s", args, out)
+		}
+		if strings.Contains(out, "--context local") || strings.Contains(out, "--context agent-upgrade-stuck-positive") {
+			t.Errorf("%v: a command is aimed at a context nothing recorded:\n%s", args, out)
 		}
 	}
 }

@@ -45,6 +45,10 @@ type scanResult struct {
 			ID      string `json:"id"`
 			Cluster string `json:"cluster"`
 		} `json:"rootCause"`
+		NextStep *struct {
+			Rung     string   `json:"rung"`
+			Commands []string `json:"commands"`
+		} `json:"nextStep"`
 	} `json:"incidents"`
 	Errors []struct {
 		Cluster string `json:"cluster"`
@@ -75,6 +79,20 @@ func (r scanResult) roots() []string {
 	var out []string
 	for _, i := range r.Incidents {
 		out = append(out, i.RootCause.ID+" "+i.RootCause.Cluster)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// nextSteps renders each incident as "root-cause-id cluster: rung" of its next safe step.
+func (r scanResult) nextSteps() []string {
+	var out []string
+	for _, i := range r.Incidents {
+		rung := "-"
+		if i.NextStep != nil {
+			rung = i.NextStep.Rung
+		}
+		out = append(out, i.RootCause.ID+" "+i.RootCause.Cluster+": "+rung)
 	}
 	sort.Strings(out)
 	return out

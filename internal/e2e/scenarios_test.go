@@ -90,6 +90,13 @@ func TestScenariosScanTheSameLive(t *testing.T) {
 			if d := diff(off.roots(), live.roots()); d != "" {
 				t.Errorf("live incidents differ from offline:\n%s", d)
 			}
+			// The next safe step is chosen from the same facts live: the same rung.
+			if d := diff(off.nextSteps(), live.nextSteps()); d != "" {
+				t.Errorf("live next steps differ from offline:\n%s", d)
+			}
+			if name == "helm/release-pending-positive" {
+				handInstalledNextStep(t, live)
+			}
 			if t.Failed() {
 				t.Logf("live scan errors: %+v\nstderr: %s", live.Errors, liveErr)
 			}
@@ -174,4 +181,21 @@ func serveTellsWhatScanTells(t *testing.T, kubeconfig, at, scanOut string) {
 	if t.Failed() {
 		t.Logf("serve stderr:\n%s", stderr.String())
 	}
+}
+
+// A release installed by hand on a cluster without a Fleet agent, replayed into a real API
+// server: its next step is the Helm rollback fix plans, with no Fleet command.
+func handInstalledNextStep(t *testing.T, live scanResult) {
+	t.Helper()
+	for _, i := range live.Incidents {
+		if i.RootCause.ID != "helm/release-pending" {
+			continue
+		}
+		if i.NextStep == nil || i.NextStep.Rung != "repair" || len(i.NextStep.Commands) != 1 ||
+			!strings.Contains(i.NextStep.Commands[0], " -n ingress-nginx rollback ingress-nginx 7") {
+			t.Errorf("live next step %+v, want the repair rung rolling ingress-nginx back to revision 7", i.NextStep)
+		}
+		return
+	}
+	t.Error("no helm/release-pending incident live")
 }

@@ -252,6 +252,9 @@ func kubectl(c *snapshot.Cluster) shellcmd.Arg { return shellcmd.Program("kubect
 func helmAt(c *snapshot.Cluster) shellcmd.Arg { return shellcmd.Program("helm", aimAt(c)) }
 
 func aimAt(c *snapshot.Cluster) shellcmd.Target {
+	if c.ContextSource == snapshot.ContextUnknown {
+		return shellcmd.Target{Kubeconfig: c.Kubeconfig, Placeholder: snapshot.ContextPlaceholder, Server: c.ContextServer}
+	}
 	ctx := c.Context
 	if ctx == "" {
 		ctx = c.Name

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/textsafe"
 	"github.com/unstick-dev/unstick/internal/textwrap"
 )
@@ -125,12 +126,13 @@ func (t *tableWriter) incident(n int, inc finding.Incident) {
 	}
 	if len(inc.Symptoms) > 0 {
 		t.printf("    %s\n", t.paint(ansiDim, "symptoms:"))
-		for i, s := range inc.Symptoms {
+		lines := symptomLines(inc)
+		for i, l := range lines {
 			if i == 8 {
-				t.printf("      … and %d more\n", len(inc.Symptoms)-8)
+				t.printf("      … and %d more\n", len(lines)-8)
 				break
 			}
-			t.wrap("      ", "- "+s.ID+" "+clusterLabel(s)+": "+s.Summary)
+			t.wrap("      ", l)
 		}
 	}
 	if inc.NextStep != nil {
@@ -181,21 +183,31 @@ func contextLabel(c Cluster) string {
 	if c.ContextSource == "cluster name" {
 		return c.Context + " (name)" // explained by contextLine
 	}
+	if c.ContextSource == string(snapshot.ContextUnknown) {
+		return snapshot.ContextPlaceholder + " (not recorded)" // explained by contextLine
+	}
 	return c.Context
 }
 
 // contextLine says which kubeconfig context the commands carry, and says so loudest when
 // it is only the cluster's name because nothing recorded the context.
 func contextLine(cs []Cluster) string {
-	var guessed []string
+	var guessed, unknown []string
 	for _, c := range cs {
-		if c.ContextSource == "cluster name" {
+		switch c.ContextSource {
+		case "cluster name":
 			guessed = append(guessed, c.Name)
+		case string(snapshot.ContextUnknown):
+			unknown = append(unknown, c.Name)
 		}
 	}
 	switch {
 	case len(cs) == 0:
 		return ""
+	case len(unknown) == len(cs):
+		return "Commands carry --context " + snapshot.ContextPlaceholder + ": the bundle recorded no kubeconfig context for " + strings.Join(unknown, ", ") + "; put yours in its place."
+	case len(unknown) > 0:
+		return "Commands carry --context " + snapshot.ContextPlaceholder + " for " + strings.Join(unknown, ", ") + " (the bundle recorded no context for it), elsewhere the context in CONTEXT below."
 	case len(guessed) == 0 && kubeconfigOf(cs) != "":
 		return "Commands carry --kubeconfig " + kubeconfigOf(cs) + " and --context: the context each cluster was read through (CONTEXT below)."
 	case len(guessed) == 0:

@@ -382,4 +382,12 @@ const (
 	ContextRecorded ContextSource = "kubeconfig"
 	// ContextFromName: nothing recorded a context; the cluster's name stands in for it.
 	ContextFromName ContextSource = "cluster name"
+	// ContextUnknown: a single-cluster bundle recorded no context, and its cluster's name
+	// came from the bundle's directory or metadata, not from a kubeconfig: commands carry
+	// a <context> placeholder instead of a guess.
+	ContextUnknown ContextSource = "unknown"
 )
+
+// ContextPlaceholder is what a command carries as the context of a cluster whose context
+// is unknown.
+const ContextPlaceholder = "<context>"

@@ -367,8 +367,21 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		l.b.Error(e)
 	}
 	s := l.b.Build()
-	l.nameRoot(s)
+	unknownContext(s, l.nameRoot(s), single)
 	return s, nil
+}
+
+// unknownContext marks unknown the context of the cluster whose files sit at the bundle's
+// root (named root by nameRoot, or single by the bundle's metadata) when the bundle
+// recorded none: its name is the bundle directory's or the metadata's, which no kubeconfig
+// needs to share, so commands carry a <context> placeholder rather than that name.
+// Clusters under clusters/<name>/ keep their names as contexts (docs/bundle-format.md).
+func unknownContext(s *snapshot.Snapshot, root, single string) {
+	for _, c := range s.Clusters {
+		if c.ContextSource == snapshot.ContextFromName && c.Name != "" && (c.Name == root || c.Name == single) {
+			c.Context, c.ContextSource = "", snapshot.ContextUnknown
+		}
+	}
 }
 
 // clusterMeta is the metadata found in clusters/<name>/.
@@ -477,11 +490,12 @@ func (l *loader) declare(subs []clusterMeta) {
 }
 
 // nameRoot names the cluster of a bundle without clusters/: "local" when it holds Fleet
-// Clusters (it is a management cluster), else the bundle's own name.
-func (l *loader) nameRoot(s *snapshot.Snapshot) {
+// Clusters (it is a management cluster), else the bundle's own name. It returns that name
+// ("" when every file is under clusters/).
+func (l *loader) nameRoot(s *snapshot.Snapshot) string {
 	c := s.Cluster(rootCluster)
 	if c == nil {
-		return
+		return ""
 	}
 	name := l.base
 	if len(c.FleetClusters) > 0 && s.Cluster("local") == nil {
@@ -501,6 +515,7 @@ func (l *loader) nameRoot(s *snapshot.Snapshot) {
 	}
 	sort.Slice(s.Clusters, func(i, j int) bool { return s.Clusters[i].Name < s.Clusters[j].Name })
 	s.Reindex()
+	return name
 }
 
 func (e entry) read() ([]byte, error) {
