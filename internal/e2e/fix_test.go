@@ -293,7 +293,9 @@ var fixCases = []fixCase{
 	{scenario: "fleet/agent-upgrade-stuck-positive", applied: []remediate.Action{remediate.RedeployAgent}, exit: 3},
 	{scenario: "fleet/registration-broken-positive", applied: []remediate.Action{remediate.RedeployAgent}, exit: 3},
 	{scenario: "fleet/bundle-err-applied-positive", applied: []remediate.Action{remediate.ForceSync}, exit: 3},
-	{scenario: "fleet/content-missing-positive", applied: []remediate.Action{remediate.RolloutRestart}, exit: 3},
+	// The scenario holds the Bundle, so the force-sync comes first (unverified here: no Fleet
+	// controller runs), then the controller restart.
+	{scenario: "fleet/content-missing-positive", applied: []remediate.Action{remediate.ForceSync, remediate.RolloutRestart}, exit: 3},
 	// Deleting a BundleDeployment is offered only where a ladder says so (here a --catalog
 	// override), at the repair rung; the controller would re-create it, so nothing verifies
 	// more than its removal.
