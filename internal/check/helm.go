@@ -33,9 +33,12 @@ import (
 //   - uninstalling: an uninstall that never finished (a pre-delete hook that fails leaves the
 //     release so, helm#9241, longhorn#5187); with no earlier revision to roll back to,
 //     helm/no-deployed-release: upgrades fail with "has no deployed releases".
-//   - superseded, unknown: a newest revision that is not the deployed one, with no earlier
-//     revision that was deployed, is helm/no-deployed-release.
-//   - deployed: healthy. uninstalled: removed on purpose with --keep-history; not reported.
+//   - superseded, unknown: a newest revision that is not the deployed one is
+//     helm/no-deployed-release, whatever the earlier ones are (the deployed record is gone).
+//   - uninstalled (kept with --keep-history) while a Fleet BundleDeployment still deploys it:
+//     helm/no-deployed-release — nothing is deployed, and an upgrade without --install fails
+//     with "has no deployed releases". With nothing asking for it, it was removed on purpose.
+//   - deployed: healthy.
 var helmReleases = Check{
 	Name:  "helm/releases",
 	Emits: []string{"helm/release-pending", "helm/release-failed", "helm/no-deployed-release"},
@@ -91,7 +94,11 @@ func judgeRelease(ctx *Context, c *snapshot.Cluster, hist []*helmrelease.Release
 		f.Signature = "helm-failed|" + chartSignature(newest)
 		out = append(out, f)
 	}
-	if why := nothingToRollBackTo(hist, deployed); why != "" && !since.IsZero() && ctx.Age(since) >= pendingAfter {
+	why := nothingToRollBackTo(hist, deployed)
+	if newest.Status == helmrelease.StatusUninstalled && !fleetWantsRelease(ctx.Snap, c, newest.Name) {
+		why = "" // helm uninstall --keep-history, and nothing asks for the release again
+	}
+	if why != "" && !since.IsZero() && ctx.Age(since) >= pendingAfter {
 		g := base("helm/no-deployed-release", fmt.Sprintf("Helm release %s/%s has nothing to roll back to: %s (history: %s)", newest.Namespace, newest.Name, why, historyLine(hist)))
 		g.Since = timePtr(since)
 		out = append(out, g)
@@ -116,11 +123,12 @@ func nothingToRollBackTo(hist []*helmrelease.Release, deployed *helmrelease.Rele
 		return ""
 	}
 	if newest.Status == helmrelease.StatusUninstalled {
-		return "" // helm uninstall --keep-history: removed on purpose
+		return fmt.Sprintf("revision %d is uninstalled and its history kept (helm uninstall --keep-history): no revision is deployed, and `helm upgrade` without --install fails with \"has no deployed releases\"", newest.Revision)
 	}
-	if !newest.IsPending() && onceDeployedBefore(hist) != nil {
+	if newest.Status == helmrelease.StatusFailed && onceDeployedBefore(hist) != nil {
 		// A superseded revision was deployed once: `helm rollback <release> <rev>` returns to it
-		// (a failed upgrade whose post-upgrade hook failed leaves the previous one superseded).
+		// (a failed upgrade whose post-upgrade hook failed leaves the previous one superseded),
+		// and Helm upgrades from a failed newest revision.
 		return ""
 	}
 	switch newest.Status {
@@ -136,6 +144,25 @@ func nothingToRollBackTo(hist []*helmrelease.Release, deployed *helmrelease.Rele
 		return "no revision is deployed"
 	}
 	return fmt.Sprintf("the newest revision %d is %s and no revision is deployed (the deployed revision's record is gone)", newest.Revision, orDash(newest.Status))
+}
+
+// fleetWantsRelease says whether a Fleet BundleDeployment targeting cluster c deploys a
+// release of this name: a release uninstalled with --keep-history is then one Fleet keeps
+// trying to upgrade, not one removed on purpose.
+func fleetWantsRelease(s *snapshot.Snapshot, c *snapshot.Cluster, release string) bool {
+	for _, m := range s.Management() {
+		ix := newFleetIndex(m)
+		for _, bd := range m.BundleDeployments {
+			fc := ix.forBD(m, bd)
+			if fc == nil || s.ClusterForFleet(fc.Namespace+"/"+fc.Name) != c {
+				continue
+			}
+			if name, _ := releaseOf(s, bd, fleet.BundleName(bd)); name == release {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // onceDeployedBefore is the newest revision before the newest that was deployed once
