@@ -7,6 +7,7 @@ import (
 	"time"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
@@ -71,22 +72,27 @@ func clusterPaused(ctx *Context, m *snapshot.Cluster, fc *fleetv1.Cluster, bds [
 	return f
 }
 
-// pausedAt is when the field manager that owns spec.paused last wrote the Cluster: the pause
-// was set then or before. Zero when managedFields were not collected.
-func pausedAt(fc *fleetv1.Cluster) time.Time {
-	for _, mf := range fc.ManagedFields {
+// pausedEntry is the managedFields entry owning spec.paused: its manager paused the cluster,
+// at or before its time (the manager's last write). Nil when the source kept none.
+func pausedEntry(fc *fleetv1.Cluster) *metav1.ManagedFieldsEntry {
+	for i, mf := range fc.ManagedFields {
 		if mf.FieldsV1 != nil && mf.Time != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:paused"`) {
-			return mf.Time.Time
+			return &fc.ManagedFields[i]
 		}
+	}
+	return nil
+}
+
+func pausedAt(fc *fleetv1.Cluster) time.Time {
+	if mf := pausedEntry(fc); mf != nil {
+		return mf.Time.Time
 	}
 	return time.Time{}
 }
 
 func pausedSince(fc *fleetv1.Cluster) string {
-	for _, mf := range fc.ManagedFields {
-		if mf.FieldsV1 != nil && mf.Time != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:paused"`) {
-			return fmt.Sprintf(" (owned by field manager %q, whose last write was %s)", mf.Manager, mf.Time.UTC().Format(time.RFC3339))
-		}
+	if mf := pausedEntry(fc); mf != nil {
+		return fmt.Sprintf(" (owned by field manager %q, whose last write was %s)", mf.Manager, mf.Time.UTC().Format(time.RFC3339))
 	}
 	return " (no managedFields: the time it was set is not recorded)"
 }
