@@ -82,8 +82,25 @@ func failingLocation(ctx *Context, c *snapshot.Cluster, loc string, recs []*snap
 	if newest.Kind == "ETCDSnapshot" {
 		f.Vars["rancher-cluster"] = newest.Cluster
 		f.Vars["rancher-namespace"] = newest.Namespace
+		dropCommands(&f, "etcdsnapshotfiles.k3s.cattle.io")
+	} else {
+		dropCommands(&f, "<rancher-")
 	}
 	return f, true
+}
+
+// dropCommands removes the ladder's commands that contain s: the catalogue lists the commands
+// for Rancher's records and for the distribution's own, and a finding keeps those of its kind.
+func dropCommands(f *finding.Finding, s string) {
+	for i := range f.Remediation {
+		var keep []string
+		for _, c := range f.Remediation[i].Commands {
+			if !strings.Contains(c, s) {
+				keep = append(keep, c)
+			}
+		}
+		f.Remediation[i].Commands = keep
+	}
 }
 
 func etcdRecordRef(s *snapshot.EtcdSnapshot) finding.ObjectRef {
