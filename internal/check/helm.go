@@ -94,14 +94,14 @@ func judgeRelease(ctx *Context, c *snapshot.Cluster, hist []*helmrelease.Release
 		f.Signature = "helm-failed|" + chartSignature(newest)
 		out = append(out, f)
 	}
-	why := nothingToRollBackTo(hist, deployed)
-	if newest.Status == helmrelease.StatusUninstalled && !fleetWantsRelease(ctx.Snap, c, newest.Name) {
-		why = "" // helm uninstall --keep-history, and nothing asks for the release again
-	}
-	if why != "" && !since.IsZero() && ctx.Age(since) >= pendingAfter {
+	if why := nothingToRollBackTo(hist, deployed); why != "" && !since.IsZero() && ctx.Age(since) >= pendingAfter {
 		g := base("helm/no-deployed-release", fmt.Sprintf("Helm release %s/%s has nothing to roll back to: %s (history: %s)", newest.Namespace, newest.Name, why, historyLine(hist)))
 		g.Since = timePtr(since)
-		out = append(out, g)
+		if newest.Status != helmrelease.StatusUninstalled {
+			out = append(out, g)
+		} else if u := uninstalledFinding(ctx, c, g, newest.Name); u != nil {
+			out = append(out, *u)
+		}
 	}
 	return out
 }
@@ -146,10 +146,15 @@ func nothingToRollBackTo(hist []*helmrelease.Release, deployed *helmrelease.Rele
 	return fmt.Sprintf("the newest revision %d is %s and no revision is deployed (the deployed revision's record is gone)", newest.Revision, orDash(newest.Status))
 }
 
-// fleetWantsRelease says whether a Fleet BundleDeployment targeting cluster c deploys a
-// release of this name: a release uninstalled with --keep-history is then one Fleet keeps
-// trying to upgrade, not one removed on purpose.
-func fleetWantsRelease(s *snapshot.Snapshot, c *snapshot.Cluster, release string) bool {
+// fleetDeployer is a Fleet BundleDeployment that deploys a release: its bundle, the bundle's
+// workspace and its correlation key.
+type fleetDeployer struct{ bundle, fleetNamespace, key string }
+
+// fleetDeployersOf lists the Fleet BundleDeployments targeting cluster c that deploy a release
+// of this name (the bundle's helm.releaseName, else the bundle's name). A release uninstalled
+// with --keep-history is then one Fleet keeps trying to upgrade, not one removed on purpose.
+func fleetDeployersOf(s *snapshot.Snapshot, c *snapshot.Cluster, release string) []fleetDeployer {
+	var out []fleetDeployer
 	for _, m := range s.Management() {
 		ix := newFleetIndex(m)
 		for _, bd := range m.BundleDeployments {
@@ -157,12 +162,35 @@ func fleetWantsRelease(s *snapshot.Snapshot, c *snapshot.Cluster, release string
 			if fc == nil || s.ClusterForFleet(fc.Namespace+"/"+fc.Name) != c {
 				continue
 			}
-			if name, _ := releaseOf(s, bd, fleet.BundleName(bd)); name == release {
-				return true
+			bundle := fleet.BundleName(bd)
+			if name, _ := releaseOf(s, bd, bundle); name == release {
+				out = append(out, fleetDeployer{bundle, bd.Labels.Get(fleet.LabelBundleNamespace), BundleKey(fc.Namespace+"/"+fc.Name, bundle)})
 			}
 		}
 	}
-	return false
+	return out
+}
+
+// uninstalledFinding ties an uninstalled release to the bundles that deploy it, or says it
+// was removed on purpose (nil). A resync cannot help it — every retry fails the same way —
+// so that rung is dropped; `helm rollback` to a kept revision or a fresh install can.
+func uninstalledFinding(ctx *Context, c *snapshot.Cluster, g finding.Finding, release string) *finding.Finding {
+	deployers := fleetDeployersOf(ctx.Snap, c, release)
+	if len(deployers) == 0 {
+		return nil
+	}
+	for _, d := range deployers {
+		g.Keys = append(g.Keys, d.key)
+	}
+	g.Vars["bundle"], g.Vars["fleet-namespace"] = deployers[0].bundle, deployers[0].fleetNamespace
+	var steps []finding.Step
+	for _, st := range g.Remediation {
+		if st.Rung != "resync" {
+			steps = append(steps, st)
+		}
+	}
+	g.Remediation = steps
+	return &g
 }
 
 // onceDeployedBefore is the newest revision before the newest that was deployed once
