@@ -16,10 +16,12 @@ import (
 // "successful"/"failed", status.missing); RKE2/K3s record them as k3s.cattle.io
 // ETCDSnapshotFile objects on the cluster itself (status.creationTime, status.readyToUse).
 // Clusters without a record of either kind are not judged: hosted control planes and other
-// distributions record none, and a bundle may simply not have collected them.
+// distributions record none, and a bundle may simply not have collected them. A location
+// (local, S3) whose newest record failed is rancher/etcd-snapshot-failing, upgrade or not: an
+// S3 upload denied while local snapshots still succeed leaves no off-node restore point.
 var etcdBackups = Check{
 	Name:  "cluster/etcd-backup",
-	Emits: []string{"cluster/etcd-backup-stale"},
+	Emits: []string{"cluster/etcd-backup-stale", "rancher/etcd-snapshot-failing"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		maxAge := ctx.Thresholds.Duration("cluster.etcdBackupMaxAge")
@@ -48,6 +50,11 @@ var etcdBackups = Check{
 				if f, ok := staleBackup(ctx, m, recs, affects, maxAge); ok {
 					out = append(out, f)
 				}
+				for _, f := range failingLocations(ctx, m, recs, affects) {
+					// Tie it to Rancher's upgrade of that cluster, if one is under way.
+					f.Keys = append(f.Keys, "rancher:"+m.Name+"/"+recs[0].Namespace+"/"+recs[0].Cluster)
+					out = append(out, f)
+				}
 			}
 		}
 		for _, c := range ctx.Snap.Clusters {
@@ -69,6 +76,7 @@ var etcdBackups = Check{
 			if f, ok := staleBackup(ctx, c, recs, "", maxAge); ok {
 				out = append(out, f)
 			}
+			out = append(out, failingLocations(ctx, c, recs, "")...)
 		}
 		return out, nil
 	},

@@ -33,9 +33,12 @@ import (
 //   - uninstalling: an uninstall that never finished (a pre-delete hook that fails leaves the
 //     release so, helm#9241, longhorn#5187); with no earlier revision to roll back to,
 //     helm/no-deployed-release: upgrades fail with "has no deployed releases".
-//   - superseded, unknown: a newest revision that is not the deployed one, with no earlier
-//     revision that was deployed, is helm/no-deployed-release.
-//   - deployed: healthy. uninstalled: removed on purpose with --keep-history; not reported.
+//   - superseded, unknown: a newest revision that is not the deployed one is
+//     helm/no-deployed-release, whatever the earlier ones are (the deployed record is gone).
+//   - uninstalled (kept with --keep-history) while a Fleet BundleDeployment still deploys it:
+//     helm/no-deployed-release — nothing is deployed, and an upgrade without --install fails
+//     with "has no deployed releases". With nothing asking for it, it was removed on purpose.
+//   - deployed: healthy.
 var helmReleases = Check{
 	Name:  "helm/releases",
 	Emits: []string{"helm/release-pending", "helm/release-failed", "helm/no-deployed-release"},
@@ -94,7 +97,11 @@ func judgeRelease(ctx *Context, c *snapshot.Cluster, hist []*helmrelease.Release
 	if why := nothingToRollBackTo(hist, deployed); why != "" && !since.IsZero() && ctx.Age(since) >= pendingAfter {
 		g := base("helm/no-deployed-release", fmt.Sprintf("Helm release %s/%s has nothing to roll back to: %s (history: %s)", newest.Namespace, newest.Name, why, historyLine(hist)))
 		g.Since = timePtr(since)
-		out = append(out, g)
+		if newest.Status != helmrelease.StatusUninstalled {
+			out = append(out, g)
+		} else if u := uninstalledFinding(ctx, c, g, newest.Name); u != nil {
+			out = append(out, *u)
+		}
 	}
 	return out
 }
@@ -116,11 +123,12 @@ func nothingToRollBackTo(hist []*helmrelease.Release, deployed *helmrelease.Rele
 		return ""
 	}
 	if newest.Status == helmrelease.StatusUninstalled {
-		return "" // helm uninstall --keep-history: removed on purpose
+		return fmt.Sprintf("revision %d is uninstalled and its history kept (helm uninstall --keep-history): no revision is deployed, and `helm upgrade` without --install fails with \"has no deployed releases\"", newest.Revision)
 	}
-	if !newest.IsPending() && onceDeployedBefore(hist) != nil {
+	if newest.Status == helmrelease.StatusFailed && onceDeployedBefore(hist) != nil {
 		// A superseded revision was deployed once: `helm rollback <release> <rev>` returns to it
-		// (a failed upgrade whose post-upgrade hook failed leaves the previous one superseded).
+		// (a failed upgrade whose post-upgrade hook failed leaves the previous one superseded),
+		// and Helm upgrades from a failed newest revision.
 		return ""
 	}
 	switch newest.Status {
@@ -136,6 +144,53 @@ func nothingToRollBackTo(hist []*helmrelease.Release, deployed *helmrelease.Rele
 		return "no revision is deployed"
 	}
 	return fmt.Sprintf("the newest revision %d is %s and no revision is deployed (the deployed revision's record is gone)", newest.Revision, orDash(newest.Status))
+}
+
+// fleetDeployer is a Fleet BundleDeployment that deploys a release: its bundle, the bundle's
+// workspace and its correlation key.
+type fleetDeployer struct{ bundle, fleetNamespace, key string }
+
+// fleetDeployersOf lists the Fleet BundleDeployments targeting cluster c that deploy a release
+// of this name (the bundle's helm.releaseName, else the bundle's name). A release uninstalled
+// with --keep-history is then one Fleet keeps trying to upgrade, not one removed on purpose.
+func fleetDeployersOf(s *snapshot.Snapshot, c *snapshot.Cluster, release string) []fleetDeployer {
+	var out []fleetDeployer
+	for _, m := range s.Management() {
+		ix := newFleetIndex(m)
+		for _, bd := range m.BundleDeployments {
+			fc := ix.forBD(m, bd)
+			if fc == nil || s.ClusterForFleet(fc.Namespace+"/"+fc.Name) != c {
+				continue
+			}
+			bundle := fleet.BundleName(bd)
+			if name, _ := releaseOf(s, bd, bundle); name == release {
+				out = append(out, fleetDeployer{bundle, bd.Labels.Get(fleet.LabelBundleNamespace), BundleKey(fc.Namespace+"/"+fc.Name, bundle)})
+			}
+		}
+	}
+	return out
+}
+
+// uninstalledFinding ties an uninstalled release to the bundles that deploy it, or says it
+// was removed on purpose (nil). A resync cannot help it — every retry fails the same way —
+// so that rung is dropped; `helm rollback` to a kept revision or a fresh install can.
+func uninstalledFinding(ctx *Context, c *snapshot.Cluster, g finding.Finding, release string) *finding.Finding {
+	deployers := fleetDeployersOf(ctx.Snap, c, release)
+	if len(deployers) == 0 {
+		return nil
+	}
+	for _, d := range deployers {
+		g.Keys = append(g.Keys, d.key)
+	}
+	g.Vars["bundle"], g.Vars["fleet-namespace"] = deployers[0].bundle, deployers[0].fleetNamespace
+	var steps []finding.Step
+	for _, st := range g.Remediation {
+		if st.Rung != "resync" {
+			steps = append(steps, st)
+		}
+	}
+	g.Remediation = steps
+	return &g
 }
 
 // onceDeployedBefore is the newest revision before the newest that was deployed once

@@ -68,7 +68,10 @@ func TestHelmEveryStatus(t *testing.T) {
 		{"failed upgrade over a deployed revision", []*helmrelease.Release{rev(1, "deployed", 900), rev(2, "failed", 120)}, []string{failed}},
 		{"failed first install", []*helmrelease.Release{rev(1, "failed", 120)}, []string{noDeploy, failed}},
 		{"failed upgrade, the previous revision superseded (post-upgrade hook)", []*helmrelease.Release{rev(3, "superseded", 900), rev(4, "failed", 120)}, []string{failed}},
-		{"uninstalling, an earlier revision to roll back to", []*helmrelease.Release{rev(1, "superseded", 900), rev(2, "uninstalling", 170)}, nil},
+		// Helm upgrades from a failed or superseded newest revision, not from an uninstalling one:
+		// "has no deployed releases" whatever was deployed before.
+		{"uninstalling, an earlier superseded revision", []*helmrelease.Release{rev(1, "superseded", 900), rev(2, "uninstalling", 170)}, []string{noDeploy}},
+		{"superseded only, the deployed record gone", []*helmrelease.Release{rev(1, "superseded", 900), rev(2, "superseded", 170)}, []string{noDeploy}},
 		{"failed first install a minute ago", []*helmrelease.Release{rev(1, "failed", 1)}, []string{failed}},
 		{"pending-install for hours", []*helmrelease.Release{rev(1, "pending-install", 120)}, []string{noDeploy, pending}},
 		{"pending-install for a minute", []*helmrelease.Release{rev(1, "pending-install", 1)}, nil},

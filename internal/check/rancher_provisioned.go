@@ -485,9 +485,10 @@ func agentDisconnected(ctx *Context, p *provisioned) (finding.Finding, bool) {
 	return f, true
 }
 
-// snapshotFailing reports a provisioned cluster whose newest etcd snapshot record failed
-// while an upgrade is under way: a snapshot the upgrade could fall back to is missing, and
-// Rancher's planner stops on a failing snapshot operation (rancher#37700, #36794).
+// snapshotFailing reports a provisioned cluster whose planner, during an upgrade, says a
+// snapshot operation is what it waits on, while no snapshot record shows the failure (the
+// records' own failures are judged by etcdBackups, upgrade or not): Rancher's planner stops on
+// a failing snapshot operation (rancher#37700, #36794).
 func snapshotFailing(ctx *Context, p *provisioned) (finding.Finding, bool) {
 	var newest *snapshot.EtcdSnapshot
 	for _, s := range p.m.EtcdSnapshots {
@@ -495,22 +496,12 @@ func snapshotFailing(ctx *Context, p *provisioned) (finding.Finding, bool) {
 			newest = s
 		}
 	}
-	snapMsg := strings.Contains(strings.ToLower(p.message), "snapshot")
-	if (newest == nil || newest.Ready) && !snapMsg {
+	if newest != nil && !newest.Ready || !strings.Contains(strings.ToLower(p.message), "snapshot") {
 		return finding.Finding{}, false
 	}
 	obj := ref(p.pc.APIVersion, p.pc.Kind, p.pc.Namespace, p.pc.Name)
-	if newest != nil && !newest.Ready {
-		obj = ref("rke.cattle.io/v1", "ETCDSnapshot", newest.Namespace, newest.Name)
-	}
 	f := p.newFinding(ctx, "rancher/etcd-snapshot-failing", obj, fmt.Sprintf("etcd snapshots of %s are failing during its upgrade", p.name))
-	if newest != nil && !newest.Ready {
-		f.Evidence = append(f.Evidence, ev(sourceOf(p.m, obj), "newest snapshot %s (%s, node %s) failed: %s", newest.Name, newest.CreatedAt.Format(time.RFC3339), orDash(newest.Node), orDash(newest.Message)))
-		f.Since = timePtr(newest.CreatedAt)
-	}
-	if snapMsg {
-		f.Evidence = append(f.Evidence, ev(sourceOf(p.m, ref(p.pc.APIVersion, p.pc.Kind, p.pc.Namespace, p.pc.Name)), "%s", p.message))
-	}
+	f.Evidence = append(f.Evidence, ev(sourceOf(p.m, obj), "%s", p.message))
 	f.Keys = append(f.Keys, "etcd:"+p.name)
 	return f, true
 }

@@ -11,6 +11,7 @@ func All() []Check {
 		fleetBundles,
 		fleetContent,
 		fleetVersionSkew,
+		fleetClusterPaused,
 		// Helm release storage, on every cluster.
 		helmReleases,
 		// Pods and workloads in the agent, SUC and system namespaces.
@@ -19,6 +20,7 @@ func All() []Check {
 		podTerminating,
 		workloadCreate,
 		workloadRollout,
+		namespaceTerminating,
 		// What agents say in their logs and events.
 		agentLogs,
 		// CRDs, removed built-in APIs and clocks.
@@ -33,6 +35,7 @@ func All() []Check {
 		sucJobs,
 		sucNodes,
 		sucPlanSelection,
+		sucPlanValidity,
 		// Upgrade readiness: capacity, etcd snapshots, agent configuration.
 		clusterHeadroom,
 		etcdBackups,

@@ -305,12 +305,29 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 	if err := json.Unmarshal(raw, target); err != nil {
 		return nil, err
 	}
-	if m, ok := target.(interface {
+	trimManagedFields(target)
+	return target, nil
+}
+
+// trimManagedFields drops an object's managedFields, which no check reads, except a Fleet
+// Cluster's entry owning spec.paused: its manager and time say who paused the cluster and
+// when (fleet/cluster-paused).
+func trimManagedFields(obj any) {
+	if fc, ok := obj.(*fleetv1.Cluster); ok {
+		var keep []metav1.ManagedFieldsEntry
+		for _, mf := range fc.ManagedFields {
+			if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:paused"`) {
+				keep = append(keep, metav1.ManagedFieldsEntry{Manager: mf.Manager, Operation: mf.Operation, Time: mf.Time, FieldsType: mf.FieldsType, FieldsV1: mf.FieldsV1})
+			}
+		}
+		fc.ManagedFields = keep
+		return
+	}
+	if m, ok := obj.(interface {
 		SetManagedFields([]metav1.ManagedFieldsEntry)
 	}); ok {
 		m.SetManagedFields(nil)
 	}
-	return target, nil
 }
 
 // Object is one object decoded into the type unstick keeps for its kind, trimmed of what no

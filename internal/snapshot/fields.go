@@ -117,7 +117,9 @@ var fields = map[string][][]redact.Rule{
 		redact.Keep("spec.paused", "spec.clientID", "spec.kubeConfigSecret", "spec.kubeConfigSecretNamespace",
 			"spec.redeployAgentGeneration", "spec.agentNamespace", "spec.agentTolerations", "spec.agentAffinity",
 			"spec.agentResources", "spec.hostNetwork", "spec.agentSchedulingCustomization", "spec.agentPullSecrets",
-			"spec.agentEnvVars[].name", "spec.agentEnvVars[].valueFrom"),
+			"spec.agentEnvVars[].name", "spec.agentEnvVars[].valueFrom",
+			// Who set spec.paused, and when they last wrote: fleet/cluster-paused says since when.
+			"metadata.managedFields[].manager", "metadata.managedFields[].time", "metadata.managedFields[].fieldsV1"),
 		{redact.Setting("spec.agentEnvVars[].value", countEnv)},
 		redact.KeepText("spec.privateRepoURL", "status"),
 	},

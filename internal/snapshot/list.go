@@ -151,7 +151,7 @@ func decodeList[T any, P interface {
 				if !ok || tm.APIVersion != apiVersion || tm.Kind != kind || p.GetName() == "" {
 					return nil, "", false, false
 				}
-				p.SetManagedFields(nil)
+				trimManagedFields(p)
 				out = append(out, finish(apiVersion, kind, p.GetNamespace(), p.GetName(), p))
 			}
 			if _, err := dec.Token(); err != nil { // ]
