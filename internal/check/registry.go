@@ -19,6 +19,9 @@ func All() []Check {
 		podTerminating,
 		workloadCreate,
 		workloadRollout,
+		setRollout,
+		// Nodes that are down, on any cluster.
+		nodeNotReady,
 		// What agents say in their logs and events.
 		agentLogs,
 		// CRDs, removed built-in APIs and clocks.
