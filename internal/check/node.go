@@ -33,14 +33,21 @@ var nodeNotReady = Check{
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		after := ctx.Thresholds.Duration("node.notReadyAfter")
-		rancherNodes := rancherUpgradeNodes(ctx)
+		machines := rancherMachines(ctx)
 		for _, c := range ctx.Snap.Clusters {
 			for _, n := range c.Nodes {
 				since, down := nodeDownSince(n)
-				if !down || ctx.Age(since) < after || rancherNodes[NodeKey(c.Name, n.Name)] {
+				mc, rancherNode := machines[NodeKey(c.Name, n.Name)]
+				if !down || ctx.Age(since) < after || rancherNode && mc.underWay {
 					continue
 				}
-				out = append(out, notReadyFinding(ctx, c, n, since))
+				f := notReadyFinding(ctx, c, n, since)
+				if rancherNode {
+					f.Summary += fmt.Sprintf("; Rancher provisions it as Machine %s/%s", mc.namespace, mc.name)
+					f.Evidence = append(f.Evidence, ev(mc.source, "Machine %s/%s status.nodeRef.name=%s", mc.namespace, mc.name, n.Name))
+					f.Vars["machine"], f.Vars["rancher-namespace"] = mc.name, mc.namespace
+				}
+				out = append(out, f)
 			}
 		}
 		return out, nil

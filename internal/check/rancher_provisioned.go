@@ -87,19 +87,28 @@ func (p *provisioned) underWay() bool {
 	return p.applied != "" && p.applied != p.want || p.message != ""
 }
 
-// rancherUpgradeNodes are the nodes (by NodeKey) of the machines of provisioned clusters whose
-// upgrade is under way: rancher/node-not-ready reports those, node/not-ready the others.
-func rancherUpgradeNodes(ctx *Context) map[string]bool {
-	out := map[string]bool{}
+// rancherMachine is the CAPI Machine behind a node of a cluster Rancher provisions.
+type rancherMachine struct {
+	source    string // where it was read, on the management cluster
+	namespace string
+	name      string
+	underWay  bool // the provisioned cluster's upgrade is under way
+}
+
+// rancherMachines maps nodes (by NodeKey) to the Machines of the provisioned clusters they
+// belong to. rancher/node-not-ready reports the nodes of an upgrade under way, node/not-ready
+// the others, naming the Machine.
+func rancherMachines(ctx *Context) map[string]rancherMachine {
+	out := map[string]rancherMachine{}
 	for _, m := range ctx.Snap.Clusters {
 		for _, pc := range m.OtherOf(rancher.GroupProvisioning, "Cluster") {
 			p := loadProvisioned(ctx, m, pc)
-			if p == nil || p.downstream == nil || !p.underWay() {
+			if p == nil || p.downstream == nil {
 				continue
 			}
 			for _, mc := range machinesOf(m, pc.Namespace, pc.Name) {
 				if mc.node != "" {
-					out[NodeKey(p.downstream.Name, mc.node)] = true
+					out[NodeKey(p.downstream.Name, mc.node)] = rancherMachine{sourceOf(m, p.machineRef(mc)), mc.u.Namespace, mc.u.Name, p.underWay()}
 				}
 			}
 		}

@@ -166,18 +166,23 @@ func dsPods(t *testing.T, bed *testbed.Bed) string {
 	return podsLine(l.Items)
 }
 
-// oldPodTerminating is true once the down node's DaemonSet pod has been deleted and stays.
+// oldPodTerminating is true once the down node's DaemonSet pod has been deleted and stays,
+// and the pods on the other nodes run (KWOK, loaded, may be a moment behind with them).
 func oldPodTerminating(t *testing.T, bed *testbed.Bed) bool {
 	l, err := bed.Client.CoreV1().Pods("kube-system").List(t.Context(), metav1.ListOptions{LabelSelector: "k8s-app=" + nodeLocalDNS})
 	if err != nil {
 		return false
 	}
+	terminating := false
 	for _, p := range l.Items {
-		if p.Spec.NodeName == nodeDownName && p.DeletionTimestamp != nil {
-			return true
+		switch {
+		case p.Spec.NodeName == nodeDownName:
+			terminating = terminating || p.DeletionTimestamp != nil
+		case p.Status.Phase != corev1.PodRunning:
+			return false
 		}
 	}
-	return false
+	return terminating
 }
 
 // collectNode runs `unstick collect` of the bed into testdata/scenarios/node/<name> when
