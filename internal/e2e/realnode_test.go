@@ -34,7 +34,15 @@ const (
 // old pod, which stays Terminating with no kubelet to confirm it, and the unavailable pod uses
 // up maxUnavailable, so no node gets the new pod. unstick names the node as the root cause and
 // the rollout as its symptom; the same bed after a rollout with every node up is clear.
+//
+// It regenerates the scenarios testdata/scenarios/node/not-ready-rollout-* and runs only
+// when UNSTICK_COLLECT_REAL is set: on a loaded 2-core machine it takes three to six minutes,
+// and KWOK v0.8.0 has been seen to move the pods of a node whose Lease it no longer holds,
+// which makes it unfit for every CI run.
 func TestRealNodeNotReadyRollout(t *testing.T) {
+	if os.Getenv("UNSTICK_COLLECT_REAL") == "" {
+		t.Skip("regenerates the node/not-ready-rollout scenarios; set UNSTICK_COLLECT_REAL=1")
+	}
 	ctx := t.Context()
 	workers := []testbed.Node{{Name: "worker-1"}, {Name: nodeDownName}, {Name: "worker-3"}}
 	for i := range workers {
