@@ -9,6 +9,8 @@
 #                                 --suc the real system-upgrade-controller
 #   hack/testbed.sh stop DIR      stop it and remove what start wrote
 #   hack/testbed.sh binaries      build every program of the test bed and print their paths
+#   hack/testbed.sh node-down DIR NODE   stop NODE's kubelet (Ready=Unknown within 20s)
+#   hack/testbed.sh node-up DIR NODE     start it again
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -17,7 +19,7 @@ abs() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s' "$PWD/$1" ;; esac; }
 args=("$@")
 # Paths are made absolute here because the tool runs from the repository root.
 case "${1:-}" in
-  start|stop) [ $# -ge 2 ] && args[1]="$(abs "$2")" ;;
+  start|stop|node-down|node-up) [ $# -ge 2 ] && args[1]="$(abs "$2")" ;;
 esac
 
 cd "$root"

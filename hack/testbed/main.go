@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/unstick-dev/unstick/internal/testbed"
 	"github.com/unstick-dev/unstick/internal/testenv"
 )
@@ -24,6 +27,9 @@ const usage = `usage:
   testbed start DIR [--fleet] [--suc]   start the test bed in the background; writes DIR/kubeconfig
   testbed stop DIR                      stop it and remove what start wrote
   testbed binaries                      build (if needed) every program of the test bed and print their paths
+  testbed node-down DIR NODE            stop NODE's kubelet: within --node-monitor-grace-period (20s)
+                                        kube-controller-manager sets it Ready=Unknown and taints it unreachable
+  testbed node-up DIR NODE              start it again (KWOK plays it and it turns Ready)
 
 The test bed is a real kube-apiserver and etcd (with the Fleet, SUC, Rancher and CAPI CRDs),
 kube-controller-manager and kube-scheduler of the same release, and KWOK playing three
@@ -142,6 +148,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%-26s %s\n", n, all[n])
 		}
 		return nil
+	case "node-down", "node-up":
+		if len(rest) != 2 {
+			return usageError(cmd + " takes DIR NODE")
+		}
+		return nodeKubelet(ctx, cmd == "node-up", rest[0], rest[1], stdout)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -310,4 +321,26 @@ func binaries(ctx context.Context) (map[string]string, error) {
 	}
 	all["kube-apiserver"], all["etcd"], all["kubectl"] = apiserver, etcd, kubectl
 	return all, nil
+}
+
+// nodeKubelet stops or starts the kubelet KWOK plays for a node of the bed in dir.
+func nodeKubelet(ctx context.Context, up bool, dir, node string, stdout io.Writer) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if up {
+		err = testbed.StartKubelet(ctx, client, node)
+	} else {
+		err = testbed.StopKubelet(ctx, client, node)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "testbed: node %s %s\n", node, map[bool]string{true: "started", false: "stopped"}[up])
+	return nil
 }

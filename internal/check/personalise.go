@@ -257,6 +257,9 @@ func objectVars(o finding.ObjectRef) map[string]string {
 		v["pod"] = o.Name
 	case "Deployment":
 		v["deployment"] = o.Name
+		v["workload-kind"], v["workload"] = "deployment", o.Name
+	case "DaemonSet", "StatefulSet":
+		v["workload-kind"], v["workload"] = strings.ToLower(o.Kind), o.Name
 	case "Job":
 		v["job"] = o.Name
 	case "Node":

@@ -22,9 +22,9 @@ var placeholderKinds = map[string]shellcmd.Kind{
 	"repo": shellcmd.Name, "plan": shellcmd.Name, "crd": shellcmd.Name, "quota": shellcmd.Name,
 	"content": shellcmd.Name, "pdb": shellcmd.Name, "machine": shellcmd.Name, "plan-secret": shellcmd.Name,
 	"rancher-cluster": shellcmd.Name, "serviceaccount": shellcmd.Name, "sa": shellcmd.Name,
-	"secret": shellcmd.Name, "name": shellcmd.Name, "webhook": shellcmd.Name, "group": shellcmd.Name,
+	"secret": shellcmd.Name, "name": shellcmd.Name, "workload": shellcmd.Name, "webhook": shellcmd.Name, "group": shellcmd.Name,
 
-	"container": shellcmd.DNSLabel, "plural": shellcmd.DNSLabel, "storage-version": shellcmd.DNSLabel,
+	"container": shellcmd.DNSLabel, "workload-kind": shellcmd.DNSLabel, "plural": shellcmd.DNSLabel, "storage-version": shellcmd.DNSLabel,
 
 	"group-version": shellcmd.GroupVersion, "replacement": shellcmd.GroupVersion,
 

@@ -69,6 +69,10 @@ func podKeys(c *snapshot.Cluster, p *corev1.Pod) []string {
 	} else if isAgentWorkload(p.Namespace, p.Name) {
 		keys = append(keys, agentKeyFor(c))
 	}
+	// A pod that cannot run, stop or start because its node is down is the node's symptom.
+	if n := podNode(p); nodeIsDown(c, n) {
+		keys = append(keys, NodeKey(c.Name, n))
+	}
 	return keys
 }
 

@@ -61,10 +61,12 @@ type provisioned struct {
 	key        string
 }
 
-func judgeProvisioned(ctx *Context, m *snapshot.Cluster, pc *snapshot.Unstructured) []finding.Finding {
+// loadProvisioned reads what the check needs of one provisioning Cluster; nil for an imported
+// or hosted cluster (no rkeConfig, nothing the planner drives).
+func loadProvisioned(ctx *Context, m *snapshot.Cluster, pc *snapshot.Unstructured) *provisioned {
 	p := &provisioned{m: m, pc: pc, want: rancher.String(pc.Object, "spec", "kubernetesVersion")}
 	if p.want == "" {
-		return nil // an imported or hosted cluster: no rkeConfig, nothing the planner drives
+		return nil
 	}
 	if cp, ok := m.GetRef("rke.cattle.io/v1", rancher.KindRKEControlPlane, pc.Namespace, pc.Name).(*snapshot.Unstructured); ok {
 		p.cp = cp
@@ -76,8 +78,50 @@ func judgeProvisioned(ctx *Context, m *snapshot.Cluster, pc *snapshot.Unstructur
 	if mm := plannerMessage.FindStringSubmatch(p.message); mm != nil {
 		p.tier = mm[2]
 	}
-	versionMoving := p.applied != "" && p.applied != p.want
-	if !versionMoving && p.message == "" {
+	return p
+}
+
+// underWay reports whether the planner is moving the cluster: a new version not yet applied,
+// or a planner message saying where it waits.
+func (p *provisioned) underWay() bool {
+	return p.applied != "" && p.applied != p.want || p.message != ""
+}
+
+// rancherMachine is the CAPI Machine behind a node of a cluster Rancher provisions.
+type rancherMachine struct {
+	source    string // where it was read, on the management cluster
+	namespace string
+	name      string
+	underWay  bool // the provisioned cluster's upgrade is under way
+}
+
+// rancherMachines maps nodes (by NodeKey) to the Machines of the provisioned clusters they
+// belong to. rancher/node-not-ready reports the nodes of an upgrade under way, node/not-ready
+// the others, naming the Machine.
+func rancherMachines(ctx *Context) map[string]rancherMachine {
+	out := map[string]rancherMachine{}
+	for _, m := range ctx.Snap.Clusters {
+		for _, pc := range m.OtherOf(rancher.GroupProvisioning, "Cluster") {
+			p := loadProvisioned(ctx, m, pc)
+			if p == nil || p.downstream == nil {
+				continue
+			}
+			for _, mc := range machinesOf(m, pc.Namespace, pc.Name) {
+				if mc.node != "" {
+					out[NodeKey(p.downstream.Name, mc.node)] = rancherMachine{sourceOf(m, p.machineRef(mc)), mc.u.Namespace, mc.u.Name, p.underWay()}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func judgeProvisioned(ctx *Context, m *snapshot.Cluster, pc *snapshot.Unstructured) []finding.Finding {
+	p := loadProvisioned(ctx, m, pc)
+	if p == nil {
+		return nil
+	}
+	if !p.underWay() {
 		if ctx.Preflight {
 			return unhealthyProbesBefore(ctx, p)
 		}
@@ -220,14 +264,13 @@ func judgeMachine(ctx *Context, p *provisioned, mc *capiMachine) []finding.Findi
 		node, _ = p.downstream.Get("Node", "", mc.node).(*corev1.Node)
 	}
 	if node != nil {
-		if ready := nodeReadyCond(node); ready != nil && ready.Status != corev1.ConditionTrue &&
-			ctx.Age(ready.LastTransitionTime.Time) >= ctx.Thresholds.Duration("rancher.nodeNotReadyAfter") {
+		if since, down := nodeDownSince(node); down && ctx.Age(since) >= ctx.Thresholds.Duration("rancher.nodeNotReadyAfter") {
 			f := p.newFinding(ctx, "rancher/node-not-ready", ref("v1", "Node", "", node.Name),
-				fmt.Sprintf("node %s of machine %s is %s since %s: the planner cannot move on while it is down", node.Name, mc.u.Name, readyWord(ready.Status), human(ctx.Age(ready.LastTransitionTime.Time))))
+				fmt.Sprintf("node %s of machine %s is %s since %s: the planner cannot move on while it is down%s", node.Name, mc.u.Name, nodeDownWord(node), human(ctx.Age(since)), nodeWaiters(p.downstream, node.Name)))
 			f.Cluster = p.downstream.Name
 			f.Affects = ""
-			f.Evidence = append(f.Evidence, ev(sourceOf(p.downstream, f.Object), "Ready=%s %s: %s", ready.Status, ready.Reason, orDash(ready.Message)))
-			f.Since = timePtr(ready.LastTransitionTime.Time)
+			f.Evidence = append(f.Evidence, nodeDownEvidence(p.downstream, node)...)
+			f.Since = timePtr(since)
 			f.Keys = append(f.Keys, NodeKey(p.downstream.Name, node.Name))
 			vars(&f)
 			out = append(out, f)

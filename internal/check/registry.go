@@ -21,6 +21,9 @@ func All() []Check {
 		workloadCreate,
 		workloadRollout,
 		namespaceTerminating,
+		setRollout,
+		// Nodes that are down, on any cluster.
+		nodeNotReady,
 		// What agents say in their logs and events.
 		agentLogs,
 		// CRDs, removed built-in APIs and clocks.

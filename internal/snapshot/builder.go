@@ -258,6 +258,8 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 		target = &appsv1.ReplicaSet{}
 	case "apps/DaemonSet":
 		target = &appsv1.DaemonSet{}
+	case "apps/StatefulSet":
+		target = &appsv1.StatefulSet{}
 	case "batch/Job":
 		target = &batchv1.Job{}
 	case "policy/PodDisruptionBudget":
@@ -545,6 +547,8 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.ReplicaSets = append(c.ReplicaSets, t)
 	case *appsv1.DaemonSet:
 		c.DaemonSets = append(c.DaemonSets, t)
+	case *appsv1.StatefulSet:
+		c.StatefulSets = append(c.StatefulSets, t)
 	case *batchv1.Job:
 		c.Jobs = append(c.Jobs, t)
 	case *policyv1.PodDisruptionBudget:
@@ -629,6 +633,8 @@ func (c *Cluster) remove(old *Object) {
 		c.ReplicaSets = without(c.ReplicaSets, t)
 	case *appsv1.DaemonSet:
 		c.DaemonSets = without(c.DaemonSets, t)
+	case *appsv1.StatefulSet:
+		c.StatefulSets = without(c.StatefulSets, t)
 	case *batchv1.Job:
 		c.Jobs = without(c.Jobs, t)
 	case *policyv1.PodDisruptionBudget:

@@ -90,7 +90,7 @@ func wrongTypeField(obj []byte) string {
 // whose name belongs to one group only among Kubernetes' and Fleet's.
 var servedBy = map[string]string{
 	"Pod": "", "Node": "", "Namespace": "", "ConfigMap": "", "Secret": "", "ResourceQuota": "",
-	"Deployment": "apps", "ReplicaSet": "apps", "DaemonSet": "apps",
+	"Deployment": "apps", "ReplicaSet": "apps", "DaemonSet": "apps", "StatefulSet": "apps",
 	"Job":                      "batch",
 	"CustomResourceDefinition": "apiextensions.k8s.io",
 	"BundleDeployment":         "fleet.cattle.io", "ClusterRegistration": "fleet.cattle.io",

@@ -97,6 +97,11 @@ var fields = map[string][][]redact.Rule{
 		redact.Keep("spec.selector", "spec.updateStrategy", "spec.minReadySeconds", "spec.revisionHistoryLimit"),
 		template("spec.template"), redact.KeepText("status"),
 	},
+	"apps/StatefulSet": {
+		redact.Keep("spec.replicas", "spec.selector", "spec.serviceName", "spec.podManagementPolicy", "spec.updateStrategy",
+			"spec.minReadySeconds", "spec.revisionHistoryLimit"),
+		template("spec.template"), redact.KeepText("status"),
+	},
 	// A SUC Job's drain and cordon containers run kubectl with the flags the Plan's drain
 	// spec gives (suc/job-stale-spec, suc/kubectl-skew compare them); other args go.
 	"batch/Job": {

@@ -27,6 +27,7 @@ var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bo
 	"apps/Deployment":                     decodeList[appsv1.Deployment],
 	"apps/ReplicaSet":                     decodeList[appsv1.ReplicaSet],
 	"apps/DaemonSet":                      decodeList[appsv1.DaemonSet],
+	"apps/StatefulSet":                    decodeList[appsv1.StatefulSet],
 	"batch/Job":                           decodeList[batchv1.Job],
 	"fleet.cattle.io/Cluster":             decodeList[fleetv1.Cluster],
 	"fleet.cattle.io/Bundle":              decodeList[fleetv1.Bundle],

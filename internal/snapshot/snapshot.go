@@ -83,6 +83,7 @@ type Cluster struct {
 	Deployments          []*appsv1.Deployment
 	ReplicaSets          []*appsv1.ReplicaSet
 	DaemonSets           []*appsv1.DaemonSet
+	StatefulSets         []*appsv1.StatefulSet
 	Jobs                 []*batchv1.Job
 	CRDs                 []*CRD
 	FleetClusters        []*fleetv1.Cluster

@@ -207,6 +207,7 @@ var resources = []resource{
 	{gvr: gvr("apps", "v1", "deployments"), kind: "Deployment", scope: watchedNamespaces},
 	{gvr: gvr("apps", "v1", "replicasets"), kind: "ReplicaSet", scope: watchedNamespaces},
 	{gvr: gvr("apps", "v1", "daemonsets"), kind: "DaemonSet", scope: watchedNamespaces},
+	{gvr: gvr("apps", "v1", "statefulsets"), kind: "StatefulSet", scope: watchedNamespaces},
 	{gvr: gvr("batch", "v1", "jobs"), kind: "Job", scope: watchedNamespaces},
 	{gvr: gvr("fleet.cattle.io", "v1alpha1", "clusters"), kind: "Cluster", scope: allNamespaces, optional: true},
 	{gvr: gvr("fleet.cattle.io", "v1alpha1", "bundles"), kind: "Bundle", scope: allNamespaces, optional: true},
