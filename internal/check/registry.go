@@ -18,6 +18,7 @@ func All() []Check {
 		podContainers,
 		podTerminating,
 		workloadCreate,
+		quotedAdmission,
 		workloadRollout,
 		// What agents say in their logs and events.
 		agentLogs,
