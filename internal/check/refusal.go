@@ -121,8 +121,8 @@ func (r refusal) steps(forceSync string) []finding.Step {
 	if r.immutable {
 		return []finding.Step{
 			{Rung: "realign", Risk: "high", Commands: withSync(save, forceSync), Action: fmt.Sprintf(
-				"Delete %s %s and let the release create it again: %s changed and cannot be updated in place. Saved first to %s; until the new one is ready, what it runs is down (a Job's pods and history are gone). Alternatively set helm.force: true in the bundle's fleet.yaml, so Helm replaces the object itself on every upgrade.",
-				r.kind, qualified(r.namespace, r.name), fieldList(r.fields, "an immutable field"), saved)},
+				"Delete %s %s (saved first to %s) and let the release create it again: the new revision changes %s, which cannot change in place. %s Alternatively set helm.force: true in the bundle's fleet.yaml, so that Helm replaces the object itself.",
+				r.kind, qualified(r.namespace, r.name), saved, orDash(strings.Join(r.fields, ", ")), lostOnDelete(r.kind))},
 		}
 	}
 	adopt := []string{
@@ -156,6 +156,14 @@ func thenSync(forceSync string) string {
 // withRefusal puts the ways out of r in f's ladder in place of the resync and rollback rungs,
 // which replay the refused apply, and fills the release it belongs to.
 func withRefusal(f *finding.Finding, r refusal, forceSync, release, releaseNS string) {
+	if r.namespace == "" && !clusterScoped(r.kind) {
+		// The API server's "is invalid" names no namespace: the release's own is where Helm
+		// put what it does not place elsewhere.
+		r.namespace = "<release-namespace>"
+		if releaseNS != "" {
+			r.namespace = releaseNS
+		}
+	}
 	var kept []finding.Step
 	for _, st := range f.Remediation {
 		if st.Rung == "observe" {
@@ -213,6 +221,11 @@ func refusedBundle(ctx *Context, m *snapshot.Cluster, bd *snapshot.BundleDeploym
 	if relNS == "" {
 		relNS = releaseNamespace(ctx.Snap.Cluster(target), rel)
 	}
+	if r.namespace == "" && !clusterScoped(r.kind) {
+		if tc := ctx.Snap.Cluster(target); tc != nil {
+			r.namespace = workloadNamespace(tc, r.kind, r.name)
+		}
+	}
 	withRefusal(&f, r, forceSyncBundle, rel, relNS)
 	return f
 }
@@ -268,4 +281,30 @@ func bundleDeploymentFor(ctx *Context, c *snapshot.Cluster, release string) *sna
 		}
 	}
 	return nil
+}
+
+// lostOnDelete says what deleting an object of that kind takes away until it is re-created.
+func lostOnDelete(kind string) string {
+	switch kind {
+	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet":
+		return "Its pods are deleted with it: what they serve is down until the new ones are ready (a StatefulSet's PersistentVolumeClaims stay)."
+	case "Job", "CronJob":
+		return "Its pods and their logs are deleted with it, and the new one runs again."
+	case "Service":
+		return "Its cluster IP (and a LoadBalancer's external address) may change."
+	case "PersistentVolumeClaim":
+		return "Its volume may be deleted with it, depending on the PersistentVolume's reclaim policy: back up the data first."
+	}
+	return "Until the release re-creates it, whatever uses it finds it gone."
+}
+
+// clusterScoped reports whether a kind has no namespace, for the kinds a chart commonly holds.
+func clusterScoped(kind string) bool {
+	switch kind {
+	case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
+		"StorageClass", "PriorityClass", "IngressClass", "RuntimeClass", "CSIDriver",
+		"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "APIService":
+		return true
+	}
+	return false
 }
