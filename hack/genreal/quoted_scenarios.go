@@ -89,7 +89,7 @@ func quotedWebhookService() []*scenario {
 		"metadata": meta("ValidatingWebhookConfiguration", "ingress-nginx-admission", "", ago(200*24*time.Hour), map[string]string{"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/component": "admission-webhook"}),
 		"webhooks": []obj{{"name": "validate.nginx.ingress.kubernetes.io", "admissionReviewVersions": []string{"v1"}, "sideEffects": "None", "failurePolicy": "Fail", "matchPolicy": "Equivalent",
 			"clientConfig": obj{"service": obj{"name": "ingress-nginx-controller-admission", "namespace": "ingress-nginx", "path": "/networking/v1/ingresses", "port": 443}},
-			"rules": []obj{{"apiGroups": []string{"networking.k8s.io"}, "apiVersions": []string{"v1"}, "operations": []string{"CREATE", "UPDATE"}, "resources": []string{"ingresses"}}}}}}
+			"rules":        []obj{{"apiGroups": []string{"networking.k8s.io"}, "apiVersions": []string{"v1"}, "operations": []string{"CREATE", "UPDATE"}, "resources": []string{"ingresses"}}}}}}
 	var out []*scenario
 	for _, positive := range []bool{true, false} {
 		var s *scenario
