@@ -251,13 +251,11 @@ func releaseNamespace(c *snapshot.Cluster, name string) string {
 // refusedRelease names, in a failed release's finding, the object its revision was refused
 // on and who holds it, and gives the ways out in place of a retry or a rollback. A release
 // Fleet deploys is applied again by forcing a new deployment of its bundle.
-func refusedRelease(ctx *Context, c *snapshot.Cluster, rel *helmrelease.Release, r refusal, f *finding.Finding) {
+func refusedRelease(rel *helmrelease.Release, r refusal, f *finding.Finding) {
 	f.Summary = fmt.Sprintf("Helm release %s/%s revision %d failed, and a retry replays the same refusal: %s", rel.Namespace, rel.Name, rel.Revision, r.what())
 	forceSync := ""
-	if b := bundleDeploymentFor(ctx, c, rel.Name); b != nil {
+	if f.Vars["bundle"] != "" && f.Vars["fleet-namespace"] != "" {
 		forceSync = forceSyncBundle
-		f.Vars["bundle"] = fleet.BundleName(b)
-		f.Vars["fleet-namespace"] = b.Labels.Get(fleet.LabelBundleNamespace)
 	}
 	withRefusal(f, r, forceSync, rel.Name, rel.Namespace)
 }
