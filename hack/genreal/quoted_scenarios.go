@@ -85,11 +85,6 @@ next retry, but no CRD is missing.`, shopBD(fc, "errApplied", msg, at), fc)
 func quotedWebhookService() []*scenario {
 	const src = "k8s.io/apiserver pkg/util/webhook/error.go ErrCallingWebhook; pkg/util/proxy/proxy.go ResolveEndpoint"
 	msg := `Internal error occurred: failed calling webhook "validate.nginx.ingress.kubernetes.io": failed to call webhook: Post "https://ingress-nginx-controller-admission.ingress-nginx.svc:443/networking/v1/ingresses?timeout=10s": service "ingress-nginx-controller-admission" not found`
-	webhook := obj{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-		"metadata": meta("ValidatingWebhookConfiguration", "ingress-nginx-admission", "", ago(200*24*time.Hour), map[string]string{"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/component": "admission-webhook"}),
-		"webhooks": []obj{{"name": "validate.nginx.ingress.kubernetes.io", "admissionReviewVersions": []string{"v1"}, "sideEffects": "None", "failurePolicy": "Fail", "matchPolicy": "Equivalent",
-			"clientConfig": obj{"service": obj{"name": "ingress-nginx-controller-admission", "namespace": "ingress-nginx", "path": "/networking/v1/ingresses", "port": 443}},
-			"rules":        []obj{{"apiGroups": []string{"networking.k8s.io"}, "apiVersions": []string{"v1"}, "operations": []string{"CREATE", "UPDATE"}, "resources": []string{"ingresses"}}}}}}
 	var out []*scenario
 	for _, positive := range []bool{true, false} {
 		var s *scenario
@@ -109,7 +104,8 @@ Look-alike: the same webhook configuration, its Service in place, the bundle Rea
 			s.expect.Forbid = []string{"workload/admission-denied", "fleet/bundle-err-applied"}
 			s.expect.MaxSeverity = "info"
 		}
-		s.add(s.in(shopCluster, "validatingwebhookconfigurations.yaml"), webhook)
+		// The collector does not read webhook configurations (source allowlist), so the
+		// finding names the webhook and its Service from the message.
 		out = append(out, s)
 	}
 	return out
