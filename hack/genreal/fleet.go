@@ -139,8 +139,9 @@ dozen times, but not in its recent window of repeated errors.`)
 Look-alike of api/removed: the same Helm "resource mapping not found ... ensure CRDs are
 installed first" names snapshot.storage.k8s.io/v1, the group of the external-snapshotter CRDs,
 not of Kubernetes itself (VolumeSnapshotClass is served by a CRD the chart expects). It is a bundle that cannot be applied for want of a CRD, never
-api/removed.`)
-		s.expect.RootCauses = []string{"fleet/bundle-err-applied"}
+api/removed: crd/missing names the kind and its group, the bundle is its symptom.`)
+		s.expect.RootCauses = []string{"crd/missing"}
+		s.expect.Findings = []string{"fleet/bundle-err-applied"}
 		s.expect.Forbid = []string{"api/removed"}
 		s.cluster("local", "management")
 		s.management([]fleetCluster{fc}, []bundleDeployment{bd})

@@ -78,9 +78,11 @@ agents pick it up on their next reconcile). Noise, not a fleet-wide failure.`)
 				s = newScenario("fleet/real-harvester7088-webhook-denies-delete-positive", src, `
 Harvester v1.3.2 -> v1.4.0: the upgrade waits for the mcc-harvester bundle, which has been
 ErrApplied for 2h10m: Harvester's validating webhook refuses to delete the old release
-Secret ("admission webhook \"validator.harvesterhci.io\" denied the request"). The bundle
-failure is the root cause; the Helm history itself is settled (revision 3 deployed).`)
-				s.expect.RootCauses = []string{"fleet/bundle-err-applied"}
+Secret ("admission webhook \"validator.harvesterhci.io\" denied the request"). The webhook's
+refusal is the root cause, the bundle failure its symptom; the Helm history itself is settled
+(revision 3 deployed).`)
+				s.expect.RootCauses = []string{"workload/admission-denied"}
+				s.expect.Findings = []string{"fleet/bundle-err-applied"}
 				s.expect.Forbid = []string{"helm/release-failed", "helm/release-pending", "api/removed", "agent/crd-missing"}
 				bd.state, bd.msg, bd.at, bd.gen = "errApplied", msg, ago(130*time.Minute), 13
 				hist = append(hist, helmRelease{name: "harvester", ns: "harvester-system", rev: 3, status: "deployed", description: "Upgrade complete", chart: "harvester", version: "1.4.0", app: "v1.4.0", first: ago(300 * 24 * time.Hour), last: ago(140 * time.Minute)})

@@ -130,7 +130,7 @@ func main() {
 	root := flag.String("out", filepath.Join("testdata", "scenarios"), "scenario root")
 	flag.Parse()
 	var all []*scenario
-	for _, gen := range []func() []*scenario{apiScenarios, gateScenarios, fleetScenarios, agentScenarios, sucScenarios, podScenarios, helmScenarios, admissionScenarios, moreScenarios, lastScenarios} {
+	for _, gen := range []func() []*scenario{apiScenarios, gateScenarios, fleetScenarios, agentScenarios, sucScenarios, podScenarios, helmScenarios, admissionScenarios, moreScenarios, lastScenarios, quotedScenarios} {
 		all = append(all, gen()...)
 	}
 	for _, s := range all {

@@ -140,6 +140,13 @@ func (b bundleDeployment) object() obj {
 		display = obj{"deployed": "Error: " + b.msg, "monitored": "True"}
 	case "waitApplied":
 		applied = "s-" + hash("content" + b.bundle + strconv.Itoa(b.gen-1))[:61] + ":" + hash("opts"+b.bundle)
+	case "installRefused":
+		// Fleet 0.16 when Helm refuses the install: Installed=False with Helm's error, no
+		// release written, NotReady.
+		ready = false
+		conds[0] = cond("Installed", "False", b.at, "Error", b.msg)
+		conds[2] = cond("Ready", "False", b.at, "Error", b.msg)
+		display = obj{"deployed": "True", "monitored": "True", "state": "NotReady"}
 	case "notReady":
 		ready = false
 		conds[2] = cond("Ready", "False", b.at, "Error", b.msg)

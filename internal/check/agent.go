@@ -254,7 +254,7 @@ func missingResource(line string) string {
 		return m[1]
 	}
 	if m := noKindMatch.FindStringSubmatch(line); m != nil {
-		return strings.ToLower(m[1]) + "s." + m[2]
+		return guessPlural(m[1]) + "." + m[2]
 	}
 	if m := listType.FindStringSubmatch(line); m != nil {
 		return strings.ToLower(m[1]) + "s"

@@ -39,12 +39,15 @@ var crdMissing = Check{
 			evidence []finding.Evidence
 			keys     []string
 			affects  string
+			why      string // what a quoted message says cannot go on without it
 		}
 		found := map[string]*miss{}
 		upstreamOnly := map[string]bool{} // judged on a downstream cluster for want of its management cluster's CRDs
 		var order []string
-		add := func(c *snapshot.Cluster, name string, e finding.Evidence, keys ...string) {
-			k := c.Name + "/" + name
+		// addAt records a CRD missing on cluster where, reported on c (where itself, or the
+		// management cluster when where was not collected).
+		addAt := func(c *snapshot.Cluster, where, name string, e finding.Evidence, keys ...string) *miss {
+			k := where + "/" + name
 			m := found[k]
 			if m == nil {
 				m = &miss{c: c, name: name}
@@ -55,6 +58,28 @@ var crdMissing = Check{
 				m.evidence = append(m.evidence, e) // one quote per file
 			}
 			m.keys = append(m.keys, keys...)
+			return m
+		}
+		add := func(c *snapshot.Cluster, name string, e finding.Evidence, keys ...string) {
+			addAt(c, c.Name, name, e, keys...)
+		}
+		// A kind quoted as not served by a BundleDeployment or a Helm release: the CRD is
+		// missing on the cluster the release was applied to. When that cluster was not
+		// collected, the finding stays on the management cluster and names it (Affects).
+		for _, q := range quotedMessages(ctx) {
+			for _, mk := range quotedMissingKinds(q) {
+				name := guessPlural(mk.Kind) + "." + mk.Group
+				on := q.target
+				if on == nil {
+					on = q.on
+				}
+				keys := append(slices.Clone(q.keys), "crd:"+q.affects+"/"+name)
+				m := addAt(on, q.affects, name, q.evidence(), keys...)
+				if m.why == "" {
+					m.affects = q.affects
+					m.why = fmt.Sprintf("kind %s (%s) is not served there, so %s cannot be applied", mk.Kind, mk.GroupVersion(), q.subject)
+				}
+			}
 		}
 		for _, m := range ctx.Snap.Management() {
 			if !crdsListed(m) {
@@ -118,13 +143,23 @@ var crdMissing = Check{
 		var out []finding.Finding
 		for _, k := range order {
 			m := found[k]
-			summary := fmt.Sprintf("CRD %s does not exist on cluster %s", m.name, m.c.Name)
+			where := m.c.Name
+			if m.affects != "" {
+				where = m.affects
+			}
+			summary := fmt.Sprintf("CRD %s does not exist on cluster %s", m.name, where)
+			if m.why != "" {
+				summary += ": " + m.why
+			}
 			if upstreamOnly[k] {
 				summary += "; its Fleet agent gets 404 for it from the management cluster, whose CRDs are not in this scan"
 			}
 			f := ctx.New("crd/missing", m.c, ref("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", m.name), summary)
 			f.Evidence = m.evidence
 			f.Keys = append(dedup(m.keys), "crd:"+m.c.Name+"/"+m.name)
+			if m.affects != "" && m.affects != m.c.Name {
+				f.Affects = m.affects
+			}
 			f.Signature = "crd-missing|" + m.name
 			if _, group, ok := strings.Cut(m.name, "."); ok {
 				f.Vars = map[string]string{"group": group}

@@ -18,7 +18,7 @@ import (
 // bdMessage is the most telling message a BundleDeployment carries: a False Deployed or
 // Ready condition's message, else the display message.
 func bdMessage(bd *snapshot.BundleDeployment) string {
-	for _, typ := range []string{"Deployed", "Ready", "Monitored"} {
+	for _, typ := range []string{"Deployed", "Installed", "Ready", "Monitored"} {
 		if c := fleet.Condition(bd.Status.Conditions, typ); c != nil && string(c.Status) == "False" && c.Message != "" {
 			return c.Message
 		}
@@ -56,6 +56,7 @@ var fleetBundles = Check{
 						f.Keys = append(f.Keys, AgentKey(fleetRef))
 					}
 					f.Evidence = bdEvidence(m, bd, st, msg)
+					f.Keys = append(f.Keys, waitedWorkloadKeys(ctx.Snap.Cluster(target), msg)...)
 					f.Since = timePtr(since)
 					f.Vars = map[string]string{"bundle": bundle, "fleet-namespace": bd.Labels.Get(fleet.LabelBundleNamespace)}
 					if fc != nil && fleet.IsAgentBundle(bundle) {
@@ -63,6 +64,11 @@ var fleetBundles = Check{
 						f.Vars["bundle"] = bundle
 					}
 					return f
+				}
+				// A refused install or apply is an error at once: Fleet's retry replays it.
+				if r, cond, ok := bdRefusal(bd); ok && st != fleet.StateReady && !bd.Spec.Paused {
+					out = append(out, refusedBundle(ctx, m, bd, target, r, cond, mk))
+					continue
 				}
 				switch st {
 				case fleet.StateErrApplied:

@@ -92,6 +92,13 @@ func judgeRelease(ctx *Context, c *snapshot.Cluster, hist []*helmrelease.Release
 		f := base("helm/release-failed", fmt.Sprintf("Helm release %s/%s revision %d failed: %s", newest.Namespace, newest.Name, newest.Revision, orDash(newest.Description)))
 		f.Since = timePtr(since)
 		f.Signature = "helm-failed|" + chartSignature(newest)
+		if b := bundleDeploymentFor(ctx, c, newest.Name); b != nil {
+			f.Vars["bundle"] = fleet.BundleName(b)
+			f.Vars["fleet-namespace"] = b.Labels.Get(fleet.LabelBundleNamespace)
+		}
+		if r, ok := parseRefusal(newest.Description); ok {
+			refusedRelease(newest, r, &f)
+		}
 		out = append(out, f)
 	}
 	if why := nothingToRollBackTo(hist, deployed); why != "" && !since.IsZero() && ctx.Age(since) >= pendingAfter {

@@ -19,6 +19,7 @@ func All() []Check {
 		podContainers,
 		podTerminating,
 		workloadCreate,
+		quotedAdmission,
 		workloadRollout,
 		namespaceTerminating,
 		setRollout,

@@ -378,9 +378,11 @@ func TestPlanCommandsNameTheKubeconfigGiven(t *testing.T) {
 // at a new deploymentID (the controller observes the bump whatever becomes of the deployment),
 // and the delete that repairs it only once the re-created one is Ready.
 func TestPlanBundleStepsWaitForTheDeployment(t *testing.T) {
-	const bd = "platform-ingress-nginx"
-	const id = "s-b744a663bd7fc20fe4e4b861d880c591a04815fc778ae096525bebae95102:2bd5c93f5965d2cdeabdeeb8f288d0cefdebf87c92fa0d32e7f87d26832624a3"
-	p := plan(t, scenario("fleet/bundle-err-applied-positive"), remediate.Options{MaxRisk: remediate.High})
+	// A bundle whose failure no other finding explains (the CRD its message names is served
+	// now): a force-sync is its step.
+	const bd = "shop-app"
+	const id = "s-1ca1d3cb184e6e863d489a3adf7bf3ff19121b49944c3db4c4ea83847c5ff:e6488c09ed9c7e81db35912a79976e9ef34066d116244dd48250e67e6f821ff0"
+	p := plan(t, scenario("crd/quoted-missing-kind-lookalike"), remediate.Options{MaxRisk: remediate.High})
 	n := 0
 	for _, s := range p.Steps() {
 		if !s.Action.Mutating() {
@@ -388,7 +390,7 @@ func TestPlanBundleStepsWaitForTheDeployment(t *testing.T) {
 		}
 		n++
 		d := s.Deploys
-		if d == nil || d.Name != bd || d.Namespace != "cluster-fleet-default-c-m-8k2lq-d39d68e554a5" || d.DeploymentID != id || d.UID == "" {
+		if d == nil || d.Name != bd || d.Namespace != "cluster-fleet-default-c-m-692a1611-6588177fa851" || d.DeploymentID != id || d.UID == "" {
 			t.Errorf("%s step %s does not wait for BundleDeployment %s: %+v", s.Action, s.ID, bd, d)
 			continue
 		}

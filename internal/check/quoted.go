@@ -1,0 +1,141 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/unstick-dev/unstick/internal/classify"
+	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/messages"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+// quoted is one error message an object quotes from another controller — a BundleDeployment's
+// condition quoting Helm, a Helm release's description quoting the API server — with the
+// cluster the error happened on and the keys of the object that quotes it, so that the
+// finding read from the message joins that object's incident.
+type quoted struct {
+	on      *snapshot.Cluster // the cluster the message was read on
+	target  *snapshot.Cluster // the cluster the quoted error happened on, when it was collected
+	affects string            // that cluster's name
+	subject string            // what quotes it: "bundle shop on cluster c1", "Helm release shop/app"
+	source  string
+	msg     string
+	keys    []string
+}
+
+// evidence is the quote as a finding shows it: the message, where it was read.
+func (q quoted) evidence() finding.Evidence {
+	return finding.Evidence{Source: q.source, Text: oneLine(q.msg)}
+}
+
+// quotedMessages gathers the messages that quote another controller's error: every
+// BundleDeployment's conditions and non-ready resources' summaries, and the description of
+// each Helm release's newest revision when that revision failed or waits.
+func quotedMessages(ctx *Context) []quoted {
+	var out []quoted
+	for _, m := range ctx.Snap.Management() {
+		ix := newFleetIndex(m)
+		for _, bd := range m.BundleDeployments {
+			out = append(out, bdQuotes(ctx, ix, m, bd)...)
+		}
+	}
+	for _, c := range ctx.Snap.Clusters {
+		for _, hist := range releaseHistories(c) {
+			if q, ok := releaseQuote(ctx, c, hist[len(hist)-1]); ok {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}
+
+func bdQuotes(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *snapshot.BundleDeployment) []quoted {
+	target, fleetRef := bdTarget(ctx, ix, m, bd)
+	bundle := fleet.BundleName(bd)
+	base := quoted{on: m, target: ctx.Snap.Cluster(target), affects: target,
+		subject: fmt.Sprintf("bundle %s on cluster %s", bundle, target), keys: []string{BundleKey(fleetRef, bundle)}}
+	if fleet.IsAgentBundle(bundle) {
+		base.keys = append(base.keys, AgentKey(fleetRef))
+	}
+	src := sourceOf(m, bdRef(bd))
+	var out []quoted
+	seen := map[string]bool{}
+	add := func(where, msg string) {
+		if msg == "" || seen[msg] {
+			return
+		}
+		seen[msg] = true
+		q := base
+		q.source, q.msg = src+" "+where, msg
+		out = append(out, q)
+	}
+	for _, c := range bd.Status.Conditions {
+		if string(c.Status) != "True" {
+			add("status.conditions["+string(c.Type)+"]", c.Message)
+		}
+	}
+	for _, st := range bd.Status.NonReadyStatus {
+		if st.Summary.Error {
+			add("status.nonReadyStatus["+st.Kind+"/"+st.Name+"]", strings.Join(st.Summary.Message, "; "))
+		}
+	}
+	return out
+}
+
+// releaseQuote is the description of a release revision that failed or still waits: Helm
+// writes the error that stopped it there ("Upgrade \"x\" failed: ...").
+func releaseQuote(ctx *Context, c *snapshot.Cluster, r *helmrelease.Release) (quoted, bool) {
+	if r.Description == "" || !(r.Status == helmrelease.StatusFailed || r.IsPending()) {
+		return quoted{}, false
+	}
+	return quoted{
+		on: c, target: c, affects: c.Name,
+		subject: fmt.Sprintf("Helm release %s/%s revision %d", r.Namespace, r.Name, r.Revision),
+		source:  sourceOf(c, ref("v1", "Secret", r.Namespace, r.SecretName)) + " info.description",
+		msg:     r.Description,
+		keys:    releaseKeys(ctx.Snap, c, r),
+	}, true
+}
+
+// quotedMissingKinds are the kinds a quoted message says are not served, of groups a CRD
+// serves (a built-in group's kind is a removed API, not a missing CRD), on a cluster whose
+// CRDs, when they were read, have none of that kind: a message written before the CRD was
+// installed is not evidence once it is.
+func quotedMissingKinds(q quoted) []messages.MissingKind {
+	var out []messages.MissingKind
+	for _, mk := range messages.ParseMissingKind(q.msg) {
+		if mk.Group == "" || classify.BuiltinGroup(mk.Group) {
+			continue
+		}
+		if q.target != nil && crdsListed(q.target) && hasCRDForKind(q.target, mk.Group, mk.Kind) {
+			continue
+		}
+		out = append(out, mk)
+	}
+	return out
+}
+
+func hasCRDForKind(c *snapshot.Cluster, group, kind string) bool {
+	for _, crd := range c.CRDs {
+		if crd.Group == group && crd.Kind == kind {
+			return true
+		}
+	}
+	return c.HasCRD(guessPlural(kind) + "." + group)
+}
+
+// guessPlural is the resource name the API server's RESTMapper guesses for a kind
+// (k8s.io/apimachinery meta.UnsafeGuessKindToResource): lower case, "s" → "ses", "y" → "ies".
+func guessPlural(kind string) string {
+	s := strings.ToLower(kind)
+	switch {
+	case strings.HasSuffix(s, "s"):
+		return s + "es"
+	case strings.HasSuffix(s, "y"):
+		return strings.TrimSuffix(s, "y") + "ies"
+	}
+	return s + "s"
+}
