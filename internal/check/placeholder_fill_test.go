@@ -60,6 +60,7 @@ var placeholderResolvers = map[string]resolver{
 	"version":                resolveFleetVersion,
 	"fleet-version":          func(in resolveIn) string { in.cmd = "fleet-crd"; return resolveFleetVersion(in) },
 	"cluster-namespace":      resolveClusterNamespace,
+	"crd-release":            resolveCRDRelease,
 
 	"secret": operatorChoice, "docker-config-file": operatorChoice, "seconds": operatorChoice,
 	"limit": operatorChoice, "value": operatorChoice, "cpu-request": operatorChoice, "memory-request": operatorChoice,
@@ -395,6 +396,16 @@ func resolveClusterNamespace(in resolveIn) string {
 				return x.Status.Namespace
 			}
 		}
+	}
+	return ""
+}
+
+// resolveCRDRelease is the Helm release that installs a missing CRD: the input holds it only
+// for Fleet's own CRDs (the fleet-crd chart); another group's CRD is missing, so nothing in
+// the input says which release would install it.
+func resolveCRDRelease(in resolveIn) string {
+	if strings.Contains(in.f.Summary, ".fleet.cattle.io") {
+		return "fleet-crd"
 	}
 	return ""
 }
