@@ -7,6 +7,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/helmrelease"
 	"github.com/unstick-dev/unstick/internal/fleet"
 	"github.com/unstick-dev/unstick/internal/removedapi"
 	"github.com/unstick-dev/unstick/internal/snapshot"
@@ -60,7 +61,7 @@ var apiRemoved = Check{
 				for i := len(hist) - 1; i >= 0 && hist[i].Status != "deployed" && hist[i].Status != "superseded"; i-- {
 					r := hist[i]
 					msg, kind, gv := removedAPIIn([]string{r.Description})
-					if msg == "" {
+					if msg == "" || staleMessage(hist, gv, kind) {
 						continue
 					}
 					newest := hist[len(hist)-1]
@@ -190,4 +191,23 @@ func releaseOf(s *snapshot.Snapshot, bd *snapshot.BundleDeployment, bundle strin
 		return name, "cattle-fleet-system"
 	}
 	return name, ""
+}
+
+// staleMessage says a Helm message about a removed API no longer holds: every revision's
+// manifest was read and none of their documents uses that apiVersion and kind any more (the
+// stored manifests were rewritten since the upgrade failed; Helm's "current release manifest"
+// may be any earlier revision). The message is history then; the manifests are what the next
+// upgrade or rollback works from.
+func staleMessage(hist []*helmrelease.Release, gv, kind string) bool {
+	for _, r := range hist {
+		if len(r.Docs) == 0 {
+			return false
+		}
+		for _, d := range r.Docs {
+			if d.APIVersion == gv && (kind == "" || d.Kind == kind) {
+				return false
+			}
+		}
+	}
+	return true
 }
