@@ -58,6 +58,11 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 					" was registered by its agent (no spec.kubeConfigSecret), and the Fleet controller redeploys only agents it deployed itself.")
 				continue
 			}
+			if w := vars[notFleetAgent]; w != "" && agentSettingPatch.MatchString(c) {
+				st.Notes = appendNew(st.Notes, "The Fleet Cluster patch is left out: it changes only the Fleet agent, and "+w+
+					" is not the agent; change it where it is defined (its chart values or manifest), since whatever deploys it overwrites a change made to the live object.")
+				continue
+			}
 			c, err := fillCommand(c, vars, words)
 			if err != nil {
 				cmds = append(cmds, shellcmd.Withheld(err))
@@ -94,6 +99,9 @@ func personalise(ix *snapIndex, f *finding.Finding) {
 	}
 	f.Remediation = steps
 }
+
+// agentSettingPatch matches a patch of a Fleet Cluster's agent deployment settings.
+var agentSettingPatch = regexp.MustCompile(`patch clusters\.fleet\.cattle\.io .*"agent(Resources|Tolerations|Affinity)"`)
 
 func mergedVars(a, b map[string]string) map[string]string {
 	m := make(map[string]string, len(a)+len(b))
