@@ -50,6 +50,7 @@ func Group(ctx *Context, fs []finding.Finding) ([]finding.Incident, []finding.Fi
 	for _, r := range order {
 		g := groups[r]
 		sort.SliceStable(g, func(i, j int) bool { return ctx.causeBefore(g[i], g[j]) })
+		linkSymptoms(g)
 		incidents = append(incidents, finding.NewIncident(g[0], append([]finding.Finding{}, g[1:]...)))
 	}
 	incidents, fs = ctx.fleetwide(incidents, fs)
@@ -97,9 +98,13 @@ func (c *Context) rank(id string) int {
 	return 0
 }
 
-// causeBefore orders an incident's findings: higher catalogue rank, then worse severity, then
-// the one that started first.
+// causeBefore orders an incident's findings: an error or worse before a warning or lower (an
+// error is never the symptom of a warning), then higher catalogue rank, then worse severity,
+// then the one that started first.
 func (c *Context) causeBefore(a, b finding.Finding) bool {
+	if ea, eb := a.Severity >= finding.Error, b.Severity >= finding.Error; ea != eb {
+		return ea
+	}
 	if ra, rb := c.rank(a.ID), c.rank(b.ID); ra != rb {
 		return ra > rb
 	}
@@ -131,6 +136,12 @@ func affected(inc finding.Incident) string {
 		}
 	}
 	return inc.RootCause.Cluster
+}
+
+// sig is the failure signature of a fleet-wide bucket key (ID NUL signature).
+func sig(bucket string) string {
+	_, s, _ := strings.Cut(bucket, "\x00")
+	return s
 }
 
 func (c *Context) fleetwide(incs []finding.Incident, fs []finding.Finding) ([]finding.Incident, []finding.Finding) {
@@ -174,7 +185,9 @@ func (c *Context) fleetwide(incs []finding.Incident, fs []finding.Finding) ([]fi
 		for _, i := range b.idx {
 			merged[i] = true
 			inc := incs[i]
-			symptoms = append(symptoms, inc.RootCause)
+			root := inc.RootCause
+			root.LinkedBy = "signature:" + sig(k)
+			symptoms = append(symptoms, root)
 			symptoms = append(symptoms, inc.Symptoms...)
 			if s := inc.RootCause.Since; s != nil && (since == nil || s.Before(*since)) {
 				since = s
