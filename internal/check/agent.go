@@ -198,8 +198,9 @@ func judgeAgentLog(ctx *Context, c *snapshot.Cluster, p *corev1.Pod, cs corev1.C
 				f.Keys = append(f.Keys, "crd:"+c.Name+"/"+res)
 			}
 		}
-		if id == "cluster/clock-skew" || h.skew {
-			f.Keys = append(f.Keys, "clock:"+c.Name)
+		if (id == "cluster/clock-skew" || h.skew) && p.Spec.NodeName != "" {
+			// The clock that matters is the one of the node the agent runs on.
+			f.Keys = append(f.Keys, NodeKey(c.Name, p.Spec.NodeName))
 		}
 		if h.skew {
 			f.Summary = fmt.Sprintf("agent pod %s/%s: TLS verification fails because a certificate is not yet valid for this node's clock (see cluster/clock-skew)", p.Namespace, p.Name)

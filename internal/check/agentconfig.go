@@ -152,8 +152,9 @@ func fleetClusterOf(s *snapshot.Snapshot, c *snapshot.Cluster) *fleetv1.Cluster 
 // pull secret covers: not on the pod spec (or the Plan's spec.imagePullSecrets, which SUC
 // copies into its Jobs), not on the service account, not in the Fleet Cluster's
 // spec.agentPullSecrets. Such pulls work only while every node carries registry credentials
-// of its own (registries.yaml), which unstick cannot see — a risk, reported even when pulls
-// succeed today.
+// of its own (registries.yaml), which unstick cannot see. A registry is private only by
+// evidence (privateEvidence): a public registry, or an image a running pod pulled, raises
+// no alarm.
 var privateRegistryPullSecrets = Check{
 	Name:  "config/pull-secrets",
 	Emits: []string{"config/private-registry-no-pull-secret"},
@@ -170,11 +171,15 @@ var privateRegistryPullSecrets = Check{
 				continue
 			}
 			r, err := imageref.Parse(u.Ref)
-			if err != nil || imageref.PublicRegistry(r.Registry) || len(u.PullSecrets) > 0 {
+			if err != nil || len(u.PullSecrets) > 0 {
 				continue
 			}
 			c := ctx.Snap.Cluster(u.Cluster)
 			if c == nil {
+				continue
+			}
+			why, private := privateEvidence(ctx.Snap, c, r)
+			if !private {
 				continue
 			}
 			sa, saSecrets := podServiceAccount(c, u)
@@ -199,7 +204,7 @@ var privateRegistryPullSecrets = Check{
 				keys = []string{PlanKey(c.Name, u.Namespace, u.Name)}
 			}
 			f := ctx.New("config/private-registry-no-pull-secret", c, obj, fmt.Sprintf("%s %s/%s pulls %s from private registry %s with no pull secret: it works only while every node has its own credentials for it", u.Kind, u.Namespace, u.Name, u.Ref, r.Registry))
-			f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "%s image %s; imagePullSecrets: none", u.Where, u.Ref)}
+			f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "%s image %s; imagePullSecrets: none", u.Where, u.Ref), why}
 			if sa != "" {
 				f.Evidence = append(f.Evidence, ev("serviceaccount", "service account %s/%s has no imagePullSecrets (or was not read)", u.Namespace, sa))
 			}

@@ -50,7 +50,7 @@ var clockSkew = Check{
 					obj := ref("v1", "Node", "", n.Name)
 					f := ctx.New("cluster/clock-skew", c, obj, fmt.Sprintf("node %s stamps its heartbeat %s in the future: its clock runs ahead", n.Name, human(hb.Sub(at))))
 					f.Evidence = []finding.Evidence{ev(sourceOf(c, obj), "Ready lastHeartbeatTime=%s, evaluated at %s", hb.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))}
-					f.Keys = []string{"node:" + c.Name + "/" + n.Name, "clock:" + c.Name}
+					f.Keys = []string{NodeKey(c.Name, n.Name)}
 					out = append(out, f)
 				}
 			}

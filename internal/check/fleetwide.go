@@ -80,7 +80,9 @@ func (c *Context) fleetwideIncident(incs []finding.Incident, b *fleetwideBucket)
 	var since *time.Time
 	for _, i := range b.idx {
 		inc := incs[i]
-		symptoms = append(symptoms, inc.RootCause)
+		root := inc.RootCause
+		root.LinkedBy = "signature:" + root.Signature
+		symptoms = append(symptoms, root)
 		symptoms = append(symptoms, inc.Symptoms...)
 		if s := inc.RootCause.Since; s != nil && (since == nil || s.Before(*since)) {
 			since = s

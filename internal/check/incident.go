@@ -48,6 +48,7 @@ func Group(ctx *Context, fs []finding.Finding) ([]finding.Incident, []finding.Fi
 	for _, r := range order {
 		g := groups[r]
 		sort.SliceStable(g, func(i, j int) bool { return ctx.causeBefore(g[i], g[j]) })
+		linkSymptoms(g)
 		incidents = append(incidents, finding.NewIncident(g[0], append([]finding.Finding{}, g[1:]...)))
 	}
 	incidents, fs = ctx.fleetwide(incidents, fs)
@@ -95,9 +96,13 @@ func (c *Context) rank(id string) int {
 	return 0
 }
 
-// causeBefore orders an incident's findings: higher catalogue rank, then worse severity, then
-// the one that started first.
+// causeBefore orders an incident's findings: an error or worse before a warning or lower (an
+// error is never the symptom of a warning), then higher catalogue rank, then worse severity,
+// then the one that started first.
 func (c *Context) causeBefore(a, b finding.Finding) bool {
+	if ea, eb := a.Severity >= finding.Error, b.Severity >= finding.Error; ea != eb {
+		return ea
+	}
 	if ra, rb := c.rank(a.ID), c.rank(b.ID); ra != rb {
 		return ra > rb
 	}

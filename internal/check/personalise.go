@@ -139,8 +139,15 @@ func (p *personaliser) leftOutBefore(c string) (string, bool) {
 		return "The redeployAgentGeneration command is left out: Fleet Cluster " + fc +
 			" was registered by its agent (no spec.kubeConfigSecret), and the Fleet controller redeploys only agents it deployed itself.", true
 	}
+	if w := p.vars[notFleetAgent]; w != "" && agentSettingPatch.MatchString(c) {
+		return "The Fleet Cluster patch is left out: it changes only the Fleet agent, and " + w +
+			" is not the agent; change it where it is defined (its chart values or manifest), since whatever deploys it overwrites a change made to the live object.", true
+	}
 	return "", false
 }
+
+// agentSettingPatch matches a patch of a Fleet Cluster's agent deployment settings.
+var agentSettingPatch = regexp.MustCompile(`patch clusters\.fleet\.cattle\.io .*"agent(Resources|Tolerations|Affinity)"`)
 
 func mergedVars(a, b map[string]string) map[string]string {
 	m := make(map[string]string, len(a)+len(b))

@@ -123,6 +123,11 @@ const selfRegistered = "\x00self-registered"
 // an agent's bundle: commands that patch its GitRepo do not apply.
 const noGitRepo = "\x00no-gitrepo"
 
+// notFleetAgent marks (with "Kind namespace/name") a pod finding about a workload that is not
+// the Fleet agent: the Fleet Cluster's agent settings (agentResources, agentTolerations,
+// agentAffinity) change only the agent, so their patches do not apply to it.
+const notFleetAgent = "\x00not-fleet-agent"
+
 func firstOf(a, b string) string {
 	if a != "" {
 		return a

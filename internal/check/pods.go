@@ -194,6 +194,7 @@ var podScheduling = Check{
 						f.Vars = map[string]string{"key": k}
 					}
 				}
+				f.Vars = notAgentVars(c, p, f.Vars)
 				f.Since = timePtr(since)
 				f.Signature = id + "|" + classify.Signature(msg)
 				out = append(out, f)
@@ -201,6 +202,23 @@ var podScheduling = Check{
 		}
 		return out, nil
 	},
+}
+
+// notAgentVars marks a pod that is not the Fleet agent's, naming its workload, so its fix
+// text leaves out the Fleet Cluster's agent settings (notFleetAgent).
+func notAgentVars(c *snapshot.Cluster, p *corev1.Pod, vars map[string]string) map[string]string {
+	kind, owner := podOwner(c, p)
+	if isAgentWorkload(p.Namespace, owner) || owner == "" && isAgentWorkload(p.Namespace, p.Name) {
+		return vars
+	}
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	vars[notFleetAgent] = fmt.Sprintf("pod %s/%s", p.Namespace, p.Name)
+	if owner != "" {
+		vars[notFleetAgent] = fmt.Sprintf("%s %s/%s", kind, p.Namespace, owner)
+	}
+	return vars
 }
 
 // schedulingID picks the catalogue ID of a scheduler message by the reason most nodes gave:

@@ -437,7 +437,7 @@ func kubectlSkew(ctx *Context, c *snapshot.Cluster, u *kubectlUse, r imageref.Re
 	if !ok {
 		return finding.Finding{}, false
 	}
-	var problems []string
+	var problems, failedDrains []string
 	var evidence []finding.Evidence
 	for _, p := range u.plans {
 		args := p.DrainArgs("NODE")
@@ -473,6 +473,7 @@ func kubectlSkew(ctx *Context, c *snapshot.Cluster, u *kubectlUse, r imageref.Re
 				if l := c.Logs[snapshot.LogKey(pod.Namespace, pod.Name, string(suc.StageDrain))]; l != nil {
 					for _, line := range append(append([]string{}, l.Previous...), l.Current...) {
 						if strings.Contains(line, "unknown flag") {
+							failedDrains = appendUnique(failedDrains, WorkloadKey(c.Name, j.Namespace, j.Name))
 							problems = appendUnique(problems, "kubectl rejected a drain flag")
 							evidence = append(evidence, ev(l.CurrentFile, "%s", firstLine(line)))
 							break
@@ -499,7 +500,9 @@ func kubectlSkew(ctx *Context, c *snapshot.Cluster, u *kubectlUse, r imageref.Re
 	if len(f.Evidence) > 6 {
 		f.Evidence = f.Evidence[:6]
 	}
-	f.Keys = u.keys(c)
+	// Linked by the image and the Jobs whose drain kubectl rejected, not by the Plans that
+	// drain with it: a skew is a risk, and a Plan stuck for another reason is not its symptom.
+	f.Keys = append([]string{ImageKey(c.Name, u.image)}, failedDrains...)
 	return f, true
 }
 

@@ -70,6 +70,9 @@ var workloadCreate = Check{
 					f.Signature = m.ID + "|" + classify.Signature(t.msg)
 					if m.ID == "workload/quota-exceeded" {
 						f.Evidence = append(f.Evidence, quotaEvidence(c, ns)...)
+						if q := quotaName(t.msg); q != "" {
+							f.Vars = map[string]string{"quota": q}
+						}
 					}
 					out = append(out, f)
 					return

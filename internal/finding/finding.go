@@ -103,6 +103,11 @@ type Finding struct {
 	Vars map[string]string `json:"-"`
 	// Affects names the downstream cluster a management-side finding is about.
 	Affects string `json:"affects,omitempty"`
+	// LinkedBy is, for a symptom of an incident, the evidence that ties it to the incident:
+	// the correlation key (an object, a message or a node) it shares with the finding it was
+	// linked through, or the failure signature it shares with the root cause of a fleet-wide
+	// failure. Empty on a root cause.
+	LinkedBy string `json:"linkedBy,omitempty"`
 	// PreflightOnly marks a finding only a preflight reports (a configuration risk not yet
 	// biting, a drain that would block): scan does not report it, and it never joins an
 	// incident scan reports.

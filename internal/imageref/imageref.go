@@ -138,7 +138,8 @@ func (r Ref) Familiar() string {
 // a private registry or mirror needs credentials the nodes or the pod must supply.
 func PublicRegistry(host string) bool {
 	switch host {
-	case DefaultRegistry, "registry.k8s.io", "quay.io", "ghcr.io": // the catalogue's list (config/private-registry-no-pull-secret)
+	case DefaultRegistry, "registry.k8s.io", "quay.io", "ghcr.io", "gcr.io", "registry.suse.com", "registry.rancher.com",
+		"public.ecr.aws", "mcr.microsoft.com": // the catalogue's list (config/private-registry-no-pull-secret)
 		return true
 	}
 	return false
