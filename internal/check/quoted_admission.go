@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
@@ -141,13 +143,19 @@ func quotaNamespace(c *snapshot.Cluster, name string) string {
 	if c == nil {
 		return ""
 	}
+	return onlyNamespace(c.ResourceQuotas, name, func(rq *corev1.ResourceQuota) (string, string) { return rq.Name, rq.Namespace })
+}
+
+// onlyNamespace is the namespace of the items named name, when they are all in one; "" when
+// none is, or they are in several.
+func onlyNamespace[T any](items []T, name string, of func(T) (name, namespace string)) string {
 	ns := ""
-	for _, rq := range c.ResourceQuotas {
-		if rq.Name == name {
-			if ns != "" && ns != rq.Namespace {
+	for _, it := range items {
+		if n, itNS := of(it); n == name {
+			if ns != "" && ns != itNS {
 				return ""
 			}
-			ns = rq.Namespace
+			ns = itNS
 		}
 	}
 	return ns

@@ -236,16 +236,7 @@ func releaseNamespace(c *snapshot.Cluster, name string) string {
 	if c == nil {
 		return ""
 	}
-	ns := ""
-	for _, r := range c.HelmReleases {
-		if r.Name == name {
-			if ns != "" && ns != r.Namespace {
-				return ""
-			}
-			ns = r.Namespace
-		}
-	}
-	return ns
+	return onlyNamespace(c.HelmReleases, name, func(r *helmrelease.Release) (string, string) { return r.Name, r.Namespace })
 }
 
 // refusedRelease names, in a failed release's finding, the object its revision was refused
