@@ -233,6 +233,9 @@ func (o *fixOptions) judged(ctx context.Context) (*upgradeInputs, *report.Report
 	// fix's --fail-on counts the incidents that remain (fixExit), not the findings judged:
 	// the report's verdict is only asked whether the input was read whole.
 	opts.FailOn = 0
+	// --only and --only-cluster narrow what is judged as scan's do, so fix plans the incidents
+	// `scan --only` shows, rooted where scan roots them.
+	opts.Filter = o.judge.filter()
 	opts.Images, opts.Errors = in.facts, in.registryErrors
 	return in, judge.Judge(in.snap, opts).Report, nil
 }

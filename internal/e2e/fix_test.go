@@ -292,20 +292,24 @@ var fixCases = []fixCase{
 	{scenario: "helm/no-deployed-release-positive", flags: []string{"--max-risk", "high"}, applied: []remediate.Action{remediate.HelmRollback, remediate.HelmMarkFailed}},
 	{scenario: "fleet/agent-upgrade-stuck-positive", applied: []remediate.Action{remediate.RedeployAgent}, exit: 3},
 	{scenario: "fleet/registration-broken-positive", applied: []remediate.Action{remediate.RedeployAgent}, exit: 3},
-	{scenario: "fleet/bundle-err-applied-positive", applied: []remediate.Action{remediate.ForceSync}, exit: 3},
+	// --only fleet/ leaves out the crd/missing the bundle's message names (its root cause),
+	// so the bundle's own ladder is what fix plans.
+	{scenario: "fleet/bundle-err-applied-positive", flags: []string{"--only", "fleet/"}, applied: []remediate.Action{remediate.ForceSync}, exit: 3},
 	// The scenario holds the Bundle, so the force-sync comes first (unverified here: no Fleet
 	// controller runs), then the controller restart.
 	{scenario: "fleet/content-missing-positive", applied: []remediate.Action{remediate.ForceSync, remediate.RolloutRestart}, exit: 3},
 	// Deleting a BundleDeployment is offered only where a ladder says so (here a --catalog
 	// override), at the repair rung; the controller would re-create it, so nothing verifies
 	// more than its removal.
-	{scenario: "fleet/bundle-err-applied-positive", flags: []string{"--max-risk", "high", "--catalog", filepath.Join("testdata", "catalog-delete-bundledeployment.yaml")},
+	{scenario: "fleet/bundle-err-applied-positive", flags: []string{"--only", "fleet/", "--max-risk", "high", "--catalog", filepath.Join("testdata", "catalog-delete-bundledeployment.yaml")},
 		applied: []remediate.Action{remediate.DeleteBundleDeployment}, exit: 3, pendingDelete: true},
 	{scenario: "suc/node-left-cordoned-positive", applied: []remediate.Action{remediate.Uncordon}},
 	{scenario: "suc/node-label-blocks-rerun-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.RemoveNodeLabel}},
 	{scenario: "suc/job-deadline-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.DeleteJob, remediate.Uncordon}},
 	{scenario: "suc/job-stale-spec-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.RolloutRestart, remediate.DeleteJob}},
-	{scenario: "suc/plan-stuck-positive", applied: []remediate.Action{remediate.RolloutRestart}, exit: 3},
+	// --only suc/plan-stuck leaves out the Plan's root cause (suc/plan-invalid, guided only) to
+	// exercise the plan-stuck ladder.
+	{scenario: "suc/plan-stuck-positive", flags: []string{"--only", "suc/plan-stuck"}, applied: []remediate.Action{remediate.RolloutRestart}, exit: 3},
 	// The whole example at --max-risk medium, the upgrade gate's manifest rewrite and storage
 	// migration included (the migration's StorageVersionMigration is named in its plan; no
 	// controller acts on it on this server, so it is deleted again and the objects written back).
