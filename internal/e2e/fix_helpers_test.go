@@ -333,11 +333,13 @@ func terminalCount(t *testing.T, dir string) (terminal, applied map[string]int) 
 type fixRegistry struct{ host string }
 
 // sucImageFix is fix's repair of the suc/image-missing-kubectl-tag scenario: the flags that
-// point the Plan at an image pushed to a real registry, and the objects it changes.
+// point the Plan at an image pushed to a real registry, and the objects it changes. --only suc/
+// keeps the whole incident: --only narrows what is judged (as scan's does), and the label on
+// worker-2 is its own finding (suc/node-label-blocks-rerun) grouped under the missing image.
 func sucImageFix(t *testing.T) (flags, changes []string) {
 	reg := startFixRegistry(t)
 	good := reg.pushIndex(t, "rancher/kubectl:v1.30.3", v1.Platform{OS: "linux", Architecture: "amd64"})
-	return []string{"--max-risk", "medium", "--only", "suc/image-missing", "--image=node-maintenance:upgrade=" + good},
+	return []string{"--max-risk", "medium", "--only", "suc/", "--image=node-maintenance:upgrade=" + good},
 		[]string{
 			"Plan/system-upgrade/node-maintenance",
 			"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-1-with-4ee557c-0598b",
