@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
@@ -108,9 +110,27 @@ func sortClusters(cs []RancherCluster) []RancherCluster {
 }
 
 type statusError struct {
-	url  string
-	code int
-	body string
+	url        string
+	code       int
+	body       string
+	retryAfter time.Duration // what the server asked the client to wait, when it did
+}
+
+// retryAfterOf reads a Retry-After header in seconds, else the retryAfterSeconds of a
+// Kubernetes Status body.
+func retryAfterOf(header string, body []byte) time.Duration {
+	if n, err := strconv.Atoi(strings.TrimSpace(header)); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	var st struct {
+		Details struct {
+			RetryAfterSeconds int `json:"retryAfterSeconds"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(body, &st) == nil && st.Details.RetryAfterSeconds > 0 {
+		return time.Duration(st.Details.RetryAfterSeconds) * time.Second
+	}
+	return 0
 }
 
 func (e *statusError) Error() string {
@@ -123,7 +143,50 @@ func (e *statusError) Error() string {
 
 // getJSON reads one JSON document. Only the path is quoted in errors: a URL never carries
 // the token (it travels in the Authorization header), but a query might carry anything.
+// An answer asking the client to come back later (429 Too Many Requests, as an API server
+// whose storage is (re)initializing gives, or 503 with Retry-After) is retried a few times,
+// waiting what it asks for (at most rancherRetryCap each time).
 func getJSON(ctx context.Context, client *http.Client, u string, into any) error {
+	for attempt := 1; ; attempt++ {
+		err := getJSONOnce(ctx, client, u, into)
+		wait, again := retryAfter(err)
+		if !again || attempt == rancherAttempts {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+const (
+	rancherAttempts  = 5
+	rancherRetryCap  = 5 * time.Second
+	rancherRetryBase = 500 * time.Millisecond
+)
+
+// retryAfter says whether err is an answer to retry, and how long to wait first: the
+// server's Retry-After (header or Status details), else a short default, capped.
+func retryAfter(err error) (time.Duration, bool) {
+	var se *statusError
+	if !errors.As(err, &se) || (se.code != http.StatusTooManyRequests && se.code != http.StatusServiceUnavailable) {
+		return 0, false
+	}
+	if se.code == http.StatusServiceUnavailable && se.retryAfter == 0 {
+		return 0, false // a proxy whose cluster is down: no point in asking again now
+	}
+	wait := rancherRetryBase
+	if se.retryAfter > 0 {
+		wait = se.retryAfter
+	}
+	return min(wait, rancherRetryCap), true
+}
+
+func getJSONOnce(ctx context.Context, client *http.Client, u string, into any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -143,7 +206,7 @@ func getJSON(ctx context.Context, client *http.Client, u string, into any) error
 		if p, err := url.Parse(u); err == nil {
 			shown = p.Path
 		}
-		return &statusError{url: shown, code: resp.StatusCode, body: statusMessage(body)}
+		return &statusError{url: shown, code: resp.StatusCode, body: statusMessage(body), retryAfter: retryAfterOf(resp.Header.Get("Retry-After"), body)}
 	}
 	if err := json.Unmarshal(body, into); err != nil {
 		return fmt.Errorf("GET %s: not the JSON expected: %w", u, err)

@@ -87,3 +87,38 @@ func TestDiscoverRancherClustersPages(t *testing.T) {
 		t.Errorf("a wrong token: %v; want the 401 named and the token not", err)
 	}
 }
+
+// A server asking the client to come back later — the 429 "storage is (re)initializing" a
+// kube-apiserver answers while its watch cache starts (seen behind Rancher's proxy on a
+// just-started management cluster; a real server gives it only in that instant, so this test
+// serves it) — is asked again after the wait it names; an nginx 503 without Retry-After (no
+// Rancher pod ready) is not retried.
+func TestDiscoverRancherClustersWaitsWhenAskedTo(t *testing.T) {
+	var calls int
+	status := http.StatusTooManyRequests
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if calls <= 2 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			if status == http.StatusTooManyRequests {
+				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"storage is (re)initializing","reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}`)
+			}
+			return
+		}
+		fmt.Fprint(w, `{"type":"collection","data":[{"id":"c-m-1","metadata":{"name":"c-m-1"},"spec":{"displayName":"one"}}]}`)
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, BearerToken: "tok", TLSClientConfig: rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}
+	cs, err := DiscoverRancherClusters(t.Context(), cfg)
+	if err != nil || len(cs) != 1 || calls != 3 {
+		t.Fatalf("after two 429s: clusters %+v, err %v, %d requests; want the list on the third", cs, err, calls)
+	}
+	calls, status = 0, http.StatusServiceUnavailable
+	if _, err := DiscoverRancherClusters(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("503 without Retry-After: %v; want the 503 named", err)
+	}
+	if calls != 2 { // Steve's list and the management clusters on local, once each
+		t.Errorf("503 without Retry-After: %d requests, want 2 (no retry)", calls)
+	}
+}
