@@ -363,6 +363,10 @@ type blocker struct {
 func writePreflightTable(w io.Writer, r *preflightResult, name string) error {
 	line := textsafe.Line
 	verdict := map[string]string{"go": "GO", "no-go": "NO-GO", verdictIncomplete: "INCOMPLETE (no verdict)"}[r.Verdict]
+	if r.Verdict == "go" && r.Registry == "offline" && r.ImagesUnchecked > 0 {
+		// The user chose not to ask a registry: a go on everything but the images.
+		verdict = "GO (images not checked)"
+	}
 	fmt.Fprintf(w, "%s preflight: %s — %d blocking (at or above %s), %s, %s", name, verdict, len(r.Blocking)+len(r.BlockingImages), r.FailOn,
 		plural.Forms(len(r.Warnings), "warning", "warnings"), plural.Forms(len(r.Images), "image", "images"))
 	if r.TargetVersion != "" {
