@@ -66,8 +66,8 @@ func (j *judgeFlags) addFlags(fs *pflag.FlagSet, failOnDefault, failOnUse string
 		fs.BoolVar(&j.allowIncomplete, "allow-incomplete", false, "exit 0 rather than 4 when nothing was found but part of the input could not be read")
 	}
 	if j.filterVerb != "" {
-		fs.StringArrayVar(&j.only, "only", nil, j.filterVerb+" only incidents with this finding ID, or a family such as helm/ (repeatable)")
-		fs.StringArrayVar(&j.clusters, "only-cluster", nil, j.filterVerb+" only incidents on or about this cluster (repeatable)")
+		fs.StringArrayVar(&j.only, "only", nil, j.filterVerb+" only findings with this ID, or a family such as helm/ (repeatable); the others are counted as hidden, and an incident whose root cause is left out is rooted at the next finding kept")
+		fs.StringArrayVar(&j.clusters, "only-cluster", nil, j.filterVerb+" only findings on or about this cluster (repeatable)")
 	}
 }
 

@@ -333,13 +333,15 @@ func terminalCount(t *testing.T, dir string) (terminal, applied map[string]int) 
 type fixRegistry struct{ host string }
 
 // sucImageFix is fix's repair of the suc/image-missing-kubectl-tag scenario: the flags that
-// point the Plan at an image pushed to a real registry, and the objects it changes. --only suc/
-// keeps the whole incident: --only narrows what is judged (as scan's does), and the label on
-// worker-2 is its own finding (suc/node-label-blocks-rerun) grouped under the missing image.
+// point the Plan at an image pushed to a real registry, and the objects it changes. --only
+// narrows what is judged (as scan's does): the label on worker-2 is its own finding
+// (suc/node-label-blocks-rerun) grouped under the missing image, so both are named. (With
+// no SUC controller on the server, the deleted Jobs are not re-created and a rerun would
+// find worker-1 left cordoned: suc/node-left-cordoned, not named, so not planned.)
 func sucImageFix(t *testing.T) (flags, changes []string) {
 	reg := startFixRegistry(t)
 	good := reg.pushIndex(t, "rancher/kubectl:v1.30.3", v1.Platform{OS: "linux", Architecture: "amd64"})
-	return []string{"--max-risk", "medium", "--only", "suc/", "--image=node-maintenance:upgrade=" + good},
+	return []string{"--max-risk", "medium", "--only", "suc/image-missing", "--only", "suc/node-label-blocks-rerun", "--image=node-maintenance:upgrade=" + good},
 		[]string{
 			"Plan/system-upgrade/node-maintenance",
 			"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-1-with-4ee557c-0598b",
