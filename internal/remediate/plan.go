@@ -227,8 +227,8 @@ type Step struct {
 	// Upgrades is set on the last SUC step of an attempt (patch a Plan's image, delete its
 	// Job, remove a node's plan label): the step verifies only once each named node is done
 	// with the Plan — its plan label reads the Plan's status.latestHash, or a Job of the Plan
-	// for that node at that hash, created after the step began, is Complete. The object
-	// patched or deleted proves only that the controller may now run the upgrade.
+	// for that node at that hash, not one the plan read, is Complete. The object patched or
+	// deleted proves only that the controller may now run the upgrade.
 	Upgrades *PlanNodesRef `json:"upgrades,omitempty"`
 }
 
@@ -238,6 +238,8 @@ type PlanNodesRef struct {
 	Namespace string   `json:"namespace"`
 	Plan      string   `json:"plan"`
 	Nodes     []string `json:"nodes"`
+	// Jobs are the UIDs of the Plan's Jobs when planned: none of them is the outcome.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // BundleDeploymentRef names a BundleDeployment on a management cluster as it was planned, and

@@ -224,7 +224,10 @@ func awaitUpgrade(c *snapshot.Cluster, p *suc.Plan, chain []Step) []Step {
 	sort.Strings(nodes)
 	s := &chain[last]
 	s.Upgrades = &PlanNodesRef{Cluster: c.Name, Namespace: p.Namespace, Plan: p.Name, Nodes: nodes}
-	s.Verify += fmt.Sprintf("; and Plan %s/%s is done on node(s) %s: the node's %s label reads the Plan's status.latestHash, or the Plan's Job for it, created after the step began, is Complete",
+	for _, j := range p.JobsOf(c.Jobs) {
+		s.Upgrades.Jobs = append(s.Upgrades.Jobs, string(j.UID))
+	}
+	s.Verify += fmt.Sprintf("; and Plan %s/%s is done on node(s) %s: the node's %s label reads the Plan's status.latestHash, or a new Job of the Plan for it is Complete",
 		p.Namespace, p.Name, strings.Join(nodes, ", "), suc.LabelPlanName(p.Name))
 	return chain
 }

@@ -805,7 +805,7 @@ func (e *Executor) verify(ctx context.Context, cl *cluster, st remediate.Step, v
 		}
 		if err == nil && ok && st.Upgrades != nil {
 			// The controller may run the upgrade again; it must have run it to the end.
-			ok, w, err = e.upgraded(ctx, st, v.began)
+			ok, w, err = e.upgraded(ctx, st)
 		}
 		if err != nil {
 			w = err.Error()

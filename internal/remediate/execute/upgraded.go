@@ -3,8 +3,8 @@ package execute
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,7 +15,7 @@ import (
 
 // upgraded says whether the Plan a step answers (Step.Upgrades) is done on every node it
 // names, and if not, what each node still shows. It only reads.
-func (e *Executor) upgraded(ctx context.Context, st remediate.Step, began time.Time) (bool, string, error) {
+func (e *Executor) upgraded(ctx context.Context, st remediate.Step) (bool, string, error) {
 	ref := st.Upgrades
 	cl, err := e.cluster(ctx, ref.Cluster)
 	if err != nil {
@@ -38,7 +38,7 @@ func (e *Executor) upgraded(ctx context.Context, st remediate.Step, began time.T
 		if err != nil {
 			return false, "", fmt.Errorf("reading node %s: %w", name, err)
 		}
-		if ok, why := nodeUpgraded(plan, name, node, jobs, began); !ok {
+		if ok, why := nodeUpgraded(plan, name, node, newJobs(jobs, ref.Jobs)); !ok {
 			pending = append(pending, why)
 		}
 	}
@@ -61,12 +61,24 @@ func (c *cluster) planJobs(ctx context.Context, ref *remediate.PlanNodesRef) ([]
 	return list.Items, nil
 }
 
+// newJobs leaves out the Jobs the plan read (their UIDs): a Job that ended before the steps
+// is not their outcome.
+func newJobs(jobs []unstructured.Unstructured, planned []string) []unstructured.Unstructured {
+	var out []unstructured.Unstructured
+	for _, j := range jobs {
+		if !slices.Contains(planned, string(j.GetUID())) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 // nodeUpgraded judges one node against the Plan read after a step: done when its plan label
 // reads status.latestHash (what the system-upgrade-controller sets once the node's Job
-// completes), or when a Job of the Plan for the node at that hash, created after the step
-// began, is Complete (the label follows). A node absent (nil) is not done. Otherwise it says
-// what the node and its newest Job show.
-func nodeUpgraded(plan *unstructured.Unstructured, name string, node *unstructured.Unstructured, jobs []unstructured.Unstructured, began time.Time) (bool, string) {
+// completes), or when a new Job of the Plan for the node at that hash is Complete (the label
+// follows). A node absent (nil) is not done. Otherwise it says what the node and its newest
+// Job show.
+func nodeUpgraded(plan *unstructured.Unstructured, name string, node *unstructured.Unstructured, jobs []unstructured.Unstructured) (bool, string) {
 	hash, _, _ := unstructured.NestedString(plan.Object, "status", "latestHash")
 	if node == nil {
 		return false, "node " + name + " does not exist"
@@ -76,7 +88,7 @@ func nodeUpgraded(plan *unstructured.Unstructured, name string, node *unstructur
 	if hash != "" && has && label == hash {
 		return true, ""
 	}
-	job := newestJob(jobs, name, key, hash, began)
+	job := newestJob(jobs, name, key, hash)
 	if job != nil && jobCondition(job, "Complete") != "" {
 		return true, ""
 	}
@@ -87,7 +99,7 @@ func nodeUpgraded(plan *unstructured.Unstructured, name string, node *unstructur
 	why := fmt.Sprintf("node %s: label %s is %s, the Plan's latestHash %s", name, key, shown, orUnset(hash))
 	switch {
 	case job == nil:
-		why += "; no Job for it since the step began (is the system-upgrade-controller running?)"
+		why += "; no new Job for it (is the system-upgrade-controller running?)"
 	case jobCondition(job, "Failed") != "":
 		why += fmt.Sprintf("; Job %s failed: %s", job.GetName(), quote(jobCondition(job, "Failed")))
 	default:
@@ -96,9 +108,8 @@ func nodeUpgraded(plan *unstructured.Unstructured, name string, node *unstructur
 	return false, why
 }
 
-// newestJob is the newest Job of the Plan for the node at the hash, created after the step
-// began (creationTimestamp has whole seconds: a Job of the step's own second counts).
-func newestJob(jobs []unstructured.Unstructured, node, key, hash string, began time.Time) *unstructured.Unstructured {
+// newestJob is the newest Job of the Plan for the node at the hash.
+func newestJob(jobs []unstructured.Unstructured, node, key, hash string) *unstructured.Unstructured {
 	var out *unstructured.Unstructured
 	for i := range jobs {
 		j := &jobs[i]
@@ -106,11 +117,7 @@ func newestJob(jobs []unstructured.Unstructured, node, key, hash string, began t
 		if l[suc.LabelNode] != node || (hash != "" && l[key] != "" && l[key] != hash) {
 			continue
 		}
-		created := j.GetCreationTimestamp().Time
-		if created.Before(began.Truncate(time.Second)) {
-			continue
-		}
-		if out == nil || created.After(out.GetCreationTimestamp().Time) {
+		if out == nil || j.GetCreationTimestamp().After(out.GetCreationTimestamp().Time) {
 			out = j
 		}
 	}

@@ -3,7 +3,6 @@ package execute
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,7 +49,7 @@ func sucNode(t *testing.T, label string) *unstructured.Unstructured {
 	return objectOf(t, doc)
 }
 
-func sucJob(t *testing.T, created, hash, cond string) unstructured.Unstructured {
+func sucJob(t *testing.T, uid, created, hash, cond string) unstructured.Unstructured {
 	t.Helper()
 	doc := `
 apiVersion: batch/v1
@@ -58,6 +57,7 @@ kind: Job
 metadata:
   name: apply-k3s-server-on-prod-eu-1-server-1-with-4ee557c-0598b
   namespace: system-upgrade
+  uid: ` + uid + `
   creationTimestamp: "` + created + `"
   labels:
     upgrade.cattle.io/plan: k3s-server
@@ -78,8 +78,8 @@ status: {}
 // What a SUC step waits for after it deleted a Job, patched the image or removed a label:
 // the Plan done on the node, not the write.
 func TestNodeUpgradedOutcome(t *testing.T) {
-	began := time.Date(2026, 12, 5, 7, 0, 0, 400e6, time.UTC)
-	before, after := "2026-12-05T06:40:00Z", "2026-12-05T07:00:00Z"
+	const planned, created = "1de18a77-2dce-5507-be04-e861d487d57d", "2026-12-05T07:00:00Z"
+	const fresh = "5f0c2a9e-8d4b-4c1e-9a7f-3b6d2e1c0a94"
 	plan := objectOf(t, sucPlan)
 	cases := []struct {
 		name string
@@ -89,16 +89,16 @@ func TestNodeUpgradedOutcome(t *testing.T) {
 		says string
 	}{
 		{"label reads the latest hash", sucNode(t, sucHash), nil, true, ""},
-		{"the Job since the step completed, label not yet set", sucNode(t, ""), []unstructured.Unstructured{sucJob(t, after, sucHash, "Complete")}, true, ""},
-		{"no Job since the step", sucNode(t, ""), []unstructured.Unstructured{sucJob(t, before, sucHash, "Complete")}, false, "no Job for it since the step began"},
-		{"the new Job runs", sucNode(t, ""), []unstructured.Unstructured{sucJob(t, after, sucHash, "")}, false, "has not completed"},
-		{"the new Job failed", sucNode(t, ""), []unstructured.Unstructured{sucJob(t, after, sucHash, "Failed")}, false, "failed: BackoffLimitExceeded: Job has reached the specified backoff limit"},
-		{"a Job of an older hash", sucNode(t, "0ld"), []unstructured.Unstructured{sucJob(t, after, "0ld", "Complete")}, false, `label plan.upgrade.cattle.io/k3s-server is "0ld"`},
+		{"the Job since the step completed, label not yet set", sucNode(t, ""), []unstructured.Unstructured{sucJob(t, fresh, created, sucHash, "Complete")}, true, ""},
+		{"only the Job the plan read, complete", sucNode(t, ""), []unstructured.Unstructured{sucJob(t, planned, "2026-11-28T07:30:00Z", sucHash, "Complete")}, false, "no new Job for it"},
+		{"the new Job runs", sucNode(t, ""), []unstructured.Unstructured{sucJob(t, fresh, created, sucHash, "")}, false, "has not completed"},
+		{"the new Job failed", sucNode(t, ""), []unstructured.Unstructured{sucJob(t, fresh, created, sucHash, "Failed")}, false, "failed: BackoffLimitExceeded: Job has reached the specified backoff limit"},
+		{"a Job of an older hash", sucNode(t, "0ld"), []unstructured.Unstructured{sucJob(t, fresh, created, "0ld", "Complete")}, false, `label plan.upgrade.cattle.io/k3s-server is "0ld"`},
 		{"the node is gone", nil, nil, false, "does not exist"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ok, why := nodeUpgraded(plan, "prod-eu-1-server-1", tc.node, tc.jobs, began)
+			ok, why := nodeUpgraded(plan, "prod-eu-1-server-1", tc.node, newJobs(tc.jobs, []string{planned}))
 			if ok != tc.ok || !strings.Contains(why, tc.says) {
 				t.Errorf("got %v %q, want %v and %q", ok, why, tc.ok, tc.says)
 			}
