@@ -11,6 +11,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/textsafe"
 )
@@ -70,8 +71,8 @@ var workloadCreate = Check{
 					f.Signature = m.ID + "|" + classify.Signature(t.msg)
 					if m.ID == "workload/quota-exceeded" {
 						f.Evidence = append(f.Evidence, quotaEvidence(c, ns)...)
-						if q := quotaName(t.msg); q != "" {
-							f.Vars = map[string]string{"quota": q}
+						if qe, ok := messages.ParseQuota(t.msg); ok {
+							f.Vars = map[string]string{"quota": qe.Quota}
 						}
 					}
 					out = append(out, f)
