@@ -204,6 +204,12 @@ func terminatedWriters(ctx *Context, c *snapshot.Cluster, ns string, f *finding.
 			keys = append(keys, WorkloadKey(c.Name, e.InvolvedObject.Namespace, e.InvolvedObject.Name))
 		}
 	}
+	// Every other quote of the refusal (a Bundle's summary, a SUC Plan's or Job's condition).
+	for _, q := range quotedMessages(ctx) {
+		if q.target == c && quotes(q.msg) {
+			keys = append(keys, q.keys...)
+		}
+	}
 	return uniqueKeys(keys)
 }
 
