@@ -225,7 +225,7 @@ type Step struct {
 	// the bump alone proves nothing.
 	Deploys *BundleDeploymentRef `json:"deploys,omitempty"`
 	// Upgrades is set on the last SUC step of an attempt (patch a Plan's image, delete its
-	// Job, remove a node's plan label): the step verifies only once each named node is done
+	// Job, remove a node's plan label, uncordon): the step verifies only once each named node is done
 	// with the Plan — its plan label reads the Plan's status.latestHash, or a Job of the Plan
 	// for that node at that hash, not one the plan read, is Complete. The object patched or
 	// deleted proves only that the controller may now run the upgrade.

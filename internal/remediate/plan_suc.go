@@ -198,18 +198,20 @@ func (pl *planner) sucRepairs(inc finding.Incident, c *snapshot.Cluster, p *suc.
 	return steps
 }
 
-// awaitUpgrade makes the last Plan step of a chain (patch the image, delete a Job, remove a
-// node's plan label) wait for the outcome: the Plan done on every node the chain's Jobs and
-// labels concern (Step.Upgrades). Those steps only let the controller run the upgrade again;
-// the earlier steps of the chain need not wait, the last one waits for them all. A chain that
-// concerns no node (a floating image pinned: the Plan's hash leaves images out, so nothing
-// runs again) waits for nothing more.
+// awaitUpgrade makes the last step of a SUC chain (patch the image, delete a Job, remove a
+// node's plan label, uncordon) wait for the outcome: the Plan done on every node the chain's
+// Jobs and labels concern (Step.Upgrades). Those steps only let the controller run the upgrade
+// again; the earlier steps of the chain need not wait, the last one waits for them all — an
+// uncordon included, since the controller's drain cordons the node again and its completion
+// uncordons it (a step after the wait would find the node changed since planning). A chain
+// that concerns no node (a floating image pinned: the Plan's hash leaves images out, so
+// nothing runs again) waits for nothing more.
 func awaitUpgrade(c *snapshot.Cluster, p *suc.Plan, chain []Step) []Step {
 	last := -1
 	var nodes []string
 	for i, s := range chain {
 		switch s.Action {
-		case PatchPlanImage, DeleteJob, RemoveNodeLabel:
+		case PatchPlanImage, DeleteJob, RemoveNodeLabel, Uncordon:
 			last = i
 		default:
 			continue
