@@ -10,6 +10,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -233,7 +234,6 @@ func agentCause(id string) string {
 
 var (
 	getResource = regexp.MustCompile(`\(get ([a-z0-9-]+(?:\.[a-z0-9-]+)+)\)`)
-	noKindMatch = regexp.MustCompile(`no matches for kind \\?"([A-Za-z0-9]+)\\?" in version \\?"([a-z0-9.-]+)/([a-z0-9]+)\\?"`)
 	listType    = regexp.MustCompile(`(?:list|watch) \*v[0-9a-z]+\.([A-Za-z]+):.*could not find the requested resource`)
 )
 
@@ -254,8 +254,10 @@ func missingResource(line string) string {
 		}
 		return m[1]
 	}
-	if m := noKindMatch.FindStringSubmatch(line); m != nil {
-		return guessPlural(m[1]) + "." + m[2]
+	for _, mk := range messages.ParseMissingKind(line) {
+		if mk.Group != "" {
+			return guessPlural(mk.Kind) + "." + mk.Group
+		}
 	}
 	if m := listType.FindStringSubmatch(line); m != nil {
 		return strings.ToLower(m[1]) + "s"

@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -12,17 +11,12 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // NamespaceKey ties a namespace's findings to the failures of what tries to write into it.
 func NamespaceKey(cluster, ns string) string { return "namespace:" + cluster + "/" + ns }
-
-// beingTerminatedRE is the NamespaceLifecycle admission plugin's refusal to create anything in
-// a namespace that is being deleted (kubernetes plugin/pkg/admission/namespace/lifecycle:
-// "unable to create new content in namespace %s because it is being terminated"), quoted by
-// Helm, Fleet's BundleDeployment conditions and controllers' events.
-var beingTerminatedRE = regexp.MustCompile(`unable to create new content in namespace ([a-z0-9]([-a-z0-9]*[a-z0-9])?) because it is being terminated`)
 
 // namespaceDeletionConds are the conditions the namespace controller sets while it deletes a
 // namespace's content (pkg/controller/namespace/deletion/status_condition_utils.go); True
@@ -181,8 +175,8 @@ func unstructuredHolder(u *snapshot.Unstructured) (holder, bool) {
 func terminatedWriters(ctx *Context, c *snapshot.Cluster, ns string, f *finding.Finding) []string {
 	var keys []string
 	quotes := func(s string) bool {
-		m := beingTerminatedRE.FindStringSubmatch(s)
-		return m != nil && m[1] == ns
+		got, ok := messages.TerminatingNamespace(s)
+		return ok && got == ns
 	}
 	for _, m := range ctx.Snap.Management() {
 		ix := newFleetIndex(m)
@@ -208,6 +202,12 @@ func terminatedWriters(ctx *Context, c *snapshot.Cluster, ns string, f *finding.
 	for _, e := range c.Events {
 		if quotes(e.Message) && e.InvolvedObject.Namespace != "" {
 			keys = append(keys, WorkloadKey(c.Name, e.InvolvedObject.Namespace, e.InvolvedObject.Name))
+		}
+	}
+	// Every other quote of the refusal (a Bundle's summary, a SUC Plan's or Job's condition).
+	for _, q := range quotedMessages(ctx) {
+		if q.target == c && quotes(q.msg) {
+			keys = append(keys, q.keys...)
 		}
 	}
 	return uniqueKeys(keys)

@@ -32,8 +32,9 @@ func (q quoted) evidence() finding.Evidence {
 }
 
 // quotedMessages gathers the messages that quote another controller's error: every
-// BundleDeployment's conditions and non-ready resources' summaries, and the description of
-// each Helm release's newest revision when that revision failed or waits.
+// BundleDeployment's conditions and non-ready resources' summaries, each Bundle's summary of
+// them, the description of each Helm release's newest revision when that revision failed or
+// waits, and the SUC Plans' and Jobs' failure conditions.
 func quotedMessages(ctx *Context) []quoted {
 	var out []quoted
 	for _, m := range ctx.Snap.Management() {
@@ -41,8 +42,12 @@ func quotedMessages(ctx *Context) []quoted {
 		for _, bd := range m.BundleDeployments {
 			out = append(out, bdQuotes(ctx, ix, m, bd)...)
 		}
+		for _, b := range m.Bundles {
+			out = append(out, bundleQuotes(ctx, ix, m, b)...)
+		}
 	}
 	for _, c := range ctx.Snap.Clusters {
+		out = append(out, sucQuotes(c)...)
 		for _, hist := range releaseHistories(c) {
 			if q, ok := releaseQuote(ctx, c, hist[len(hist)-1]); ok {
 				out = append(out, q)

@@ -122,8 +122,7 @@ func quotaFinding(ctx *Context, q quoted, qe messages.QuotaExceeded) finding.Fin
 	}
 	ns := quotaNamespace(q.target, qe.Quota)
 	f := ctx.New("workload/quota-exceeded", on, ref("v1", "ResourceQuota", ns, qe.Quota),
-		fmt.Sprintf("ResourceQuota %s refuses %s %s (requested %s, used %s, limited %s): %s cannot be applied",
-			qe.Quota, orDash(qe.Kind), orDash(qe.Name), qe.Requested, qe.Used, qe.Limited, q.subject))
+		fmt.Sprintf("ResourceQuota %s refuses %s %s (%s): %s cannot be applied", qe.Quota, orDash(qe.Kind), orDash(qe.Name), quotaWhy(qe), q.subject))
 	if on != q.target {
 		f.Affects = q.affects
 	}
@@ -135,6 +134,14 @@ func quotaFinding(ctx *Context, q quoted, qe messages.QuotaExceeded) finding.Fin
 	f.Vars = map[string]string{"quota": qe.Quota, "namespace": ns}
 	f.Signature = "quota-exceeded|" + qe.Quota
 	return f
+}
+
+// quotaWhy is the refusal's account: the amounts, or what the object does not declare.
+func quotaWhy(qe messages.QuotaExceeded) string {
+	if qe.Constraint != "" {
+		return qe.Constraint
+	}
+	return fmt.Sprintf("requested %s, used %s, limited %s", qe.Requested, qe.Used, qe.Limited)
 }
 
 // quotaNamespace is the namespace of the collected ResourceQuota of that name, when only one

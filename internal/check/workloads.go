@@ -11,6 +11,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/textsafe"
 )
@@ -49,10 +50,7 @@ var workloadCreate = Check{
 						return
 					}
 					seen[k] = true
-					what := "an admission webhook or policy denies its pods"
-					if m.ID == "workload/quota-exceeded" {
-						what = "a ResourceQuota in its namespace is exhausted"
-					}
+					what, vars, keys := createRefusal(c, m.ID, t.msg)
 					f := ctx.New(m.ID, c, ref(apiVersionOf(kind), kind, ns, name), fmt.Sprintf("%s %s/%s cannot create pods: %s", kind, ns, name, what))
 					f.Evidence = []finding.Evidence{{Source: t.source, Text: oneLine(t.msg)}}
 					// The same denial as an event says how often and how recently it happened.
@@ -62,7 +60,8 @@ var workloadCreate = Check{
 							break
 						}
 					}
-					f.Keys = []string{WorkloadKey(c.Name, ns, owner)}
+					f.Keys = append([]string{WorkloadKey(c.Name, ns, owner)}, keys...)
+					f.Vars = vars
 					if isAgentWorkload(ns, owner) {
 						f.Keys = append(f.Keys, agentKeyFor(c))
 					}
@@ -70,9 +69,6 @@ var workloadCreate = Check{
 					f.Signature = m.ID + "|" + classify.Signature(t.msg)
 					if m.ID == "workload/quota-exceeded" {
 						f.Evidence = append(f.Evidence, quotaEvidence(c, ns)...)
-						if q := quotaName(t.msg); q != "" {
-							f.Vars = map[string]string{"quota": q}
-						}
 					}
 					out = append(out, f)
 					return
@@ -117,6 +113,30 @@ var workloadCreate = Check{
 		}
 		return out, nil
 	},
+}
+
+// createRefusal reads a controller's FailedCreate message with the parser of its family: the
+// webhook, its configuration and Service, or the ResourceQuota, as a bundle or release that
+// quotes the same refusal names them; the webhook's key joins the two.
+func createRefusal(c *snapshot.Cluster, id, msg string) (string, map[string]string, []string) {
+	if w, ok := messages.ParseWebhook(msg); ok {
+		cfg := webhookConfig(c, w.Webhook)
+		vars := map[string]string{}
+		if w.ServiceNamespace != "" {
+			vars["namespace"] = w.ServiceNamespace
+		}
+		if cfg != nil {
+			vars["webhook"] = cfg.Name
+		}
+		return webhookWhat(w, cfg), vars, []string{"webhook:" + c.Name + "/" + w.Webhook}
+	}
+	if qe, ok := messages.ParseQuota(msg); ok {
+		return fmt.Sprintf("ResourceQuota %s refuses %s %s (%s)", qe.Quota, orDash(qe.Kind), orDash(qe.Name), quotaWhy(qe)), map[string]string{"quota": qe.Quota}, nil
+	}
+	if id == "workload/quota-exceeded" {
+		return "a ResourceQuota in its namespace is exhausted", nil, nil
+	}
+	return "an admission webhook or policy denies its pods", nil, nil
 }
 
 // rsSatisfied reports whether a ReplicaSet has every pod it wants and no ReplicaFailure:

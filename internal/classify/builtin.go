@@ -1,9 +1,7 @@
 package classify
 
 import (
-	"regexp"
-	"strings"
-
+	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/removedapi"
 )
 
@@ -31,31 +29,34 @@ func BuiltinGroup(group string) bool {
 	return false
 }
 
-// builtinVersionRe matches a quoted built-in group/version as NoKindMatchError prints it:
-// "v1beta1" for the core group, "policy/v1beta1" otherwise.
-func builtinVersionRe() string {
-	var gs []string
-	for _, g := range builtinGroups {
-		if g != "" {
-			gs = append(gs, regexp.QuoteMeta(g))
+// The message families classify reads with internal/messages' parsers (one parser per family,
+// wherever the message is quoted). They see the text lower-cased: a kind's case is lost,
+// which only the facts need, not the match.
+
+func webhookFamily(text string) bool { _, ok := messages.ParseWebhook(text); return ok }
+
+func quotaFamily(text string) bool { _, ok := messages.ParseQuota(text); return ok }
+
+func missingKindFamily(text string) bool { return len(messages.ParseMissingKind(text)) > 0 }
+
+// removedAPIFamily: a kind of a group Kubernetes itself serves, in a version the server does
+// not serve.
+func removedAPIFamily(text string) bool {
+	for _, mk := range messages.ParseMissingKind(text) {
+		if BuiltinGroup(mk.Group) && mk.Version != "" {
+			return true
 		}
 	}
-	return `"(?:(?:` + strings.Join(gs, "|") + `)/)?v[0-9]+(?:(?:alpha|beta)[0-9]+)?"`
+	return false
 }
-
-var noKindMatchRe = regexp.MustCompile(`no matches for kind \\*"([A-Za-z0-9]+)\\*" in version \\*"(?:([a-z0-9.-]+)/)?(v[0-9]+(?:(?:alpha|beta)[0-9]+)?)\\*"`)
 
 // RemovedAPI finds, in a message, a kind whose built-in group/version the server does not
 // serve (apimachinery's NoKindMatchError, as Helm and kubectl relay it). It returns the kind and
 // the group/version ("policy/v1beta1", or "v1beta1" for the core group).
 func RemovedAPI(text string) (kind, groupVersion string, ok bool) {
-	for _, m := range noKindMatchRe.FindAllStringSubmatch(text, -1) {
-		if BuiltinGroup(m[2]) {
-			gv := m[3]
-			if m[2] != "" {
-				gv = m[2] + "/" + m[3]
-			}
-			return m[1], gv, true
+	for _, mk := range messages.ParseMissingKind(text) {
+		if BuiltinGroup(mk.Group) && mk.Version != "" {
+			return mk.Kind, mk.GroupVersion(), true
 		}
 	}
 	return "", "", false

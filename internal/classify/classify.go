@@ -56,7 +56,12 @@ type Rule struct {
 	Scopes Scope    // where the rule applies
 	All    []string // lower-case substrings that must all appear (case-insensitive match)
 	Regexp string   // optional, used instead of / in addition to All; compiled once
-	Source string   // citation: upstream repo + file/function or issue URL the string comes from
+	// Family, when set, is the internal/messages parser of the message family the rule
+	// stands for: the text matches only when that parser reads it (over the lower-cased,
+	// unescaped text, as Regexp), so a log line, an event and a quoted condition are read
+	// by the same parser.
+	Family func(text string) bool
+	Source string // citation: upstream repo + file/function or issue URL the string comes from
 }
 
 // Match is the result of classifying one text.
@@ -244,11 +249,11 @@ func classifyText(text string, scope Scope) *compiledRule {
 				continue
 			}
 		}
-		if c.re != nil {
+		if c.re != nil || c.rule.Family != nil {
 			if lower == "" {
 				lower = normalize(text)
 			}
-			if !c.re.MatchString(lower) {
+			if c.re != nil && !c.re.MatchString(lower) || c.rule.Family != nil && !c.rule.Family(lower) {
 				continue
 			}
 		}

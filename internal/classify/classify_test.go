@@ -438,7 +438,7 @@ func TestTable(t *testing.T) {
 }
 
 // naiveRules is the table evaluated the obvious way (strings.Contains on the normalised text,
-// every Regexp through the regexp engine): the reference the automaton must agree with.
+// every Regexp through the regexp engine, every Family parser): the reference the automaton must agree with.
 var naiveRules = func() []*regexp.Regexp {
 	out := make([]*regexp.Regexp, len(table))
 	for i, c := range table {
@@ -465,6 +465,9 @@ next:
 			}
 		}
 		if naiveRules[i] != nil && !naiveRules[i].MatchString(lower) {
+			continue
+		}
+		if c.rule.Family != nil && !c.rule.Family(lower) {
 			continue
 		}
 		return c.rule.ID

@@ -188,9 +188,9 @@ func rules() []Rule {
 	// ---- 6. admission, quota, config references -----------------------------------------------------
 	add(
 		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"admission webhook", "denied the request"},
-			Regexp: `admission webhook "[^"]*" denied the request`,
+			Family: webhookFamily,
 			Source: "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr (\"admission webhook %q denied the request\")"},
-		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"failed calling webhook"},
+		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"failed calling webhook"}, Family: webhookFamily,
 			Source: "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/util/webhook/error.go ErrCallingWebhook (\"failed calling webhook %q: %v\"), surfaced as \"Internal error occurred: failed calling webhook ...\""},
 		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"podsecuritypolicy: unable to admit pod"},
 			Source: "kubernetes/kubernetes plugin/pkg/admission/security/podsecuritypolicy/admission.go (v1.x-1.24: admission.NewForbidden(a, fmt.Errorf(\"PodSecurityPolicy: unable to admit pod: %v\", ...)))"},
@@ -198,9 +198,9 @@ func rules() []Rule {
 			Source: "kubernetes/kubernetes plugin/pkg/admission/security/podsecuritypolicy/admission.go (up to v1.16: \"unable to validate against any pod security policy: %v\")"},
 		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"violates podsecurity"},
 			Source: "kubernetes/kubernetes staging/src/k8s.io/pod-security-admission/admission/admission.go (\"violates PodSecurity %q: %s\")"},
-		Rule{ID: "workload/quota-exceeded", Scopes: Any, All: []string{"exceeded quota:"},
+		Rule{ID: "workload/quota-exceeded", Scopes: Any, All: []string{"exceeded quota:"}, Family: quotaFamily,
 			Source: "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go CheckRequest (\"exceeded quota: %s, requested: %s, used: %s, limited: %s\")"},
-		Rule{ID: "workload/quota-exceeded", Scopes: Any, All: []string{"failed quota:"},
+		Rule{ID: "workload/quota-exceeded", Scopes: Any, All: []string{"failed quota:"}, Family: quotaFamily,
 			Source: "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go (\"failed quota: %s: %v\", e.g. \"must specify limits.cpu for: <container>\")"},
 		Rule{ID: "workload/quota-exceeded", Scopes: Any, All: []string{"must specify"},
 			Regexp: `must specify (?:limits|requests)\.(?:cpu|memory|ephemeral-storage)`,
@@ -269,7 +269,7 @@ func rules() []Rule {
 	// ---- 10a. built-in APIs a Kubernetes upgrade removed: the bundle's content, not a CRD -------
 	add(
 		Rule{ID: "api/removed", Scopes: Any, All: []string{"no matches for kind"},
-			Regexp: `no matches for kind "[^"]*" in version ` + builtinVersionRe(),
+			Family: removedAPIFamily,
 			Source: "kubernetes/apimachinery pkg/api/meta/errors.go NoKindMatchError.Error (\"no matches for kind %q in version %q\") for a group/version of k8s.io/api, relayed by helm pkg/kube (\"resource mapping not found for name ... ensure CRDs are installed first\") and \"unable to build kubernetes objects from current release manifest\""},
 		Rule{ID: "api/removed", Scopes: Any, All: []string{"current release manifest contains removed kubernetes api(s)"},
 			Source: srcHelmAction + "/upgrade.go performUpgrade (\"current release manifest contains removed kubernetes api(s) for this kubernetes version and it is therefore unable to build the kubernetes objects for performing the diff. error from kubernetes: %s\")"},
@@ -278,7 +278,7 @@ func rules() []Rule {
 	// ---- 10. CRDs ------------------------------------------------------------------------------
 	add(
 		Rule{ID: "agent/crd-missing", Scopes: Any, All: []string{"no matches for kind"},
-			Regexp: `no matches for kind "[^"]*" in (?:version|versions|group)`,
+			Family: missingKindFamily,
 			Source: "kubernetes/apimachinery pkg/api/meta/errors.go NoKindMatchError.Error (\"no matches for kind %q in version %q\" / \"in versions %q\" / \"in group %q\")"},
 		Rule{ID: "agent/crd-missing", Scopes: Any, All: []string{"ensure crds are installed first"},
 			Source: "kubernetes/cli-runtime pkg/resource/mapper.go infoForData (\"resource mapping not found for name: %q namespace: %q from %q: %w\\nensure CRDs are installed first\"), seen through Helm"},

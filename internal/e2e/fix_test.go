@@ -228,10 +228,12 @@ func TestFixRealignsPlanWithMissingKubectlTag(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "backup")
-	out, errOut, code := runCtx(context.Background(), t, "", append([]string{"fix"}, f.args("--apply", "--yes", "--max-risk", "medium", "--backup-dir", dir, image)...)...)
+	out, errOut, code := runCtx(context.Background(), t, "", append([]string{"fix"}, f.args("--apply", "--yes", "--max-risk", "medium", "--backup-dir", dir, "--verify-timeout", "1s", image)...)...)
 	t.Logf("fix --apply:\n%s%s", out, errOut)
-	if code != 0 {
-		t.Fatalf("fix --apply exit %d", code)
+	// Every step is written; the chain's last one waits for the Plan done on the nodes, which
+	// no system-upgrade-controller runs here to do: unverified, exit 3.
+	if code != 3 || !strings.Contains(out, "Plan system-upgrade/node-maintenance on prod-eu-1 is not done: node prod-eu-1-worker-1") {
+		t.Fatalf("fix --apply exit %d, want 3 with the Plan not done on the nodes", code)
 	}
 	after := everything(t, cfg)
 	want := []string{
@@ -289,7 +291,9 @@ type fixCase struct {
 var fixCases = []fixCase{
 	{scenario: "helm/release-pending-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.HelmRollback}},
 	{scenario: "helm/release-failed-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.HelmRollback}},
-	{scenario: "helm/no-deployed-release-positive", flags: []string{"--max-risk", "high"}, applied: []remediate.Action{remediate.HelmRollback, remediate.HelmMarkFailed}},
+	// Marking a pending first install failed only lets the next install through: no Fleet
+	// agent or operator installs again here, so that step waits in vain.
+	{scenario: "helm/no-deployed-release-positive", flags: []string{"--max-risk", "high"}, applied: []remediate.Action{remediate.HelmRollback, remediate.HelmMarkFailed}, exit: 3},
 	{scenario: "fleet/agent-upgrade-stuck-positive", applied: []remediate.Action{remediate.RedeployAgent}, exit: 3},
 	{scenario: "fleet/registration-broken-positive", applied: []remediate.Action{remediate.RedeployAgent}, exit: 3},
 	// --only fleet/ leaves out the crd/missing the bundle's message names (its root cause),
@@ -304,9 +308,12 @@ var fixCases = []fixCase{
 	{scenario: "fleet/bundle-err-applied-positive", flags: []string{"--only", "fleet/", "--max-risk", "high", "--catalog", filepath.Join("testdata", "catalog-delete-bundledeployment.yaml")},
 		applied: []remediate.Action{remediate.DeleteBundleDeployment}, exit: 3, pendingDelete: true},
 	{scenario: "suc/node-left-cordoned-positive", applied: []remediate.Action{remediate.Uncordon}},
-	{scenario: "suc/node-label-blocks-rerun-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.RemoveNodeLabel}},
-	{scenario: "suc/job-deadline-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.DeleteJob, remediate.Uncordon}},
-	{scenario: "suc/job-stale-spec-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.RolloutRestart, remediate.DeleteJob}},
+	// A SUC Job deleted or a plan label removed waits for the Plan done on the node, which
+	// no system-upgrade-controller runs here to do (TestFixWaitsForThePlanOnTheNode has a
+	// stand-in that does).
+	{scenario: "suc/node-label-blocks-rerun-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.RemoveNodeLabel}, exit: 3},
+	{scenario: "suc/job-deadline-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.DeleteJob, remediate.Uncordon}, exit: 3},
+	{scenario: "suc/job-stale-spec-positive", flags: []string{"--max-risk", "medium"}, applied: []remediate.Action{remediate.RolloutRestart, remediate.DeleteJob}, exit: 3},
 	// --only suc/plan-stuck leaves out the Plan's root cause (suc/plan-invalid, guided only) to
 	// exercise the plan-stuck ladder.
 	{scenario: "suc/plan-stuck-positive", flags: []string{"--only", "suc/plan-stuck"}, applied: []remediate.Action{remediate.RolloutRestart}, exit: 3},

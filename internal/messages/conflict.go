@@ -86,8 +86,8 @@ func conflictFields(s string) []string {
 	return out
 }
 
-// trimQuoted drops what follows a path quoted at the end of a JSON string (`.data.key"}`):
-// a path's own quotes come in pairs ([name="x"]).
+// trimQuoted drops what follows a text quoted at the end of a JSON string (`.data.key"}`,
+// `service "x" not found"}`): the text's own quotes come in pairs ([name="x"]).
 func trimQuoted(path string) string {
 	if strings.Count(path, `"`)%2 == 1 {
 		path = path[:strings.LastIndex(path, `"`)]

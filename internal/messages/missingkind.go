@@ -12,10 +12,11 @@ type MissingKind struct {
 	Name, Namespace string
 }
 
-// GroupVersion is "group/version", or the version alone for the core group.
+// GroupVersion is "group/version", the version alone for the core group, the group alone
+// when the message names no version.
 func (m MissingKind) GroupVersion() string {
-	if m.Group == "" {
-		return m.Version
+	if m.Group == "" || m.Version == "" {
+		return m.Group + m.Version
 	}
 	return m.Group + "/" + m.Version
 }
@@ -27,7 +28,11 @@ var (
 	// helm pkg/kube/client.go (v3 and v4) wraps it per document: `resource mapping not found for
 	// name: %q namespace: %q from %q: %w` + "\nensure CRDs are installed first"; Helm 3's
 	// install/upgrade add "unable to build kubernetes objects from release manifest: ", Helm 4 does not.
-	mappingNotFound = regexp.MustCompile(`resource mapping not found for name: "([^"]*)" namespace: "([^"]*)" from "[^"]*": no matches for kind "([A-Za-z0-9]+)" in version "([^"]+)"`)
+	// The same error's other forms: `no matches for kind %q in versions %q` (several versions
+	// searched, a Go-quoted list) and `no matches for kind %q in group %q` (none).
+	noKindMatchVersions = regexp.MustCompile(`no matches for kind "([A-Za-z0-9]+)" in versions \["([^"]+)"`)
+	noKindMatchGroup    = regexp.MustCompile(`no matches for kind "([A-Za-z0-9]+)" in group "([^"]*)"`)
+	mappingNotFound     = regexp.MustCompile(`resource mapping not found for name: "([^"]*)" namespace: "([^"]*)" from "[^"]*": no matches for kind "([A-Za-z0-9]+)" in version "([^"]+)"`)
 )
 
 // ParseMissingKind returns every kind a message says is not served, once each, in order.
@@ -48,12 +53,17 @@ func ParseMissingKind(msg string) []MissingKind {
 		add(MissingKind{Kind: s[3], Group: g, Version: v, Name: s[1], Namespace: s[2]})
 		named[s[3]+"|"+s[4]] = true
 	}
-	for _, s := range noKindMatch.FindAllStringSubmatch(msg, -1) {
-		if named[s[1]+"|"+s[2]] {
-			continue
+	for _, re := range []*regexp.Regexp{noKindMatch, noKindMatchVersions} {
+		for _, s := range re.FindAllStringSubmatch(msg, -1) {
+			if named[s[1]+"|"+s[2]] {
+				continue
+			}
+			g, v := groupVersion(s[2])
+			add(MissingKind{Kind: s[1], Group: g, Version: v})
 		}
-		g, v := groupVersion(s[2])
-		add(MissingKind{Kind: s[1], Group: g, Version: v})
+	}
+	for _, s := range noKindMatchGroup.FindAllStringSubmatch(msg, -1) {
+		add(MissingKind{Kind: s[1], Group: s[2]})
 	}
 	return out
 }

@@ -44,6 +44,24 @@ func TestParseMissingKind(t *testing.T) {
 			want:   []MissingKind{{Kind: "Endpoints", Version: "v2"}},
 		},
 		{
+			name:   "several versions searched, controller-runtime's log",
+			source: "k8s.io/apimachinery pkg/api/meta/errors.go NoKindMatchError (\"in versions %q\" with the sorted group/versions); sigs.k8s.io/controller-runtime pkg/internal/source/kind.go",
+			msg:    `if kind is a CRD, it should be installed before calling Start: no matches for kind "Certificate" in versions ["cert-manager.io/v1" "cert-manager.io/v1beta1"]`,
+			want:   []MissingKind{{Kind: "Certificate", Group: "cert-manager.io", Version: "v1"}},
+		},
+		{
+			name:   "no version searched",
+			source: "k8s.io/apimachinery pkg/api/meta/errors.go NoKindMatchError (\"in group %q\")",
+			msg:    `failed to get restmapping: no matches for kind "Bundle" in group "fleet.cattle.io"`,
+			want:   []MissingKind{{Kind: "Bundle", Group: "fleet.cattle.io"}},
+		},
+		{
+			name:   "kube-apiserver removed API, Helm 3 upgrade",
+			source: "helm/helm v3 pkg/action/upgrade.go (\"unable to build kubernetes objects from current release manifest\"); NoKindMatchError for policy/v1beta1 (removed in Kubernetes 1.25)",
+			msg:    `UPGRADE FAILED: unable to build kubernetes objects from current release manifest: resource mapping not found for name: "web" namespace: "" from "": no matches for kind "PodDisruptionBudget" in version "policy/v1beta1"` + "\nensure CRDs are installed first",
+			want:   []MissingKind{{Kind: "PodDisruptionBudget", Group: "policy", Version: "v1beta1", Name: "web"}},
+		},
+		{
 			name:   "not this family",
 			source: "k8s.io/apimachinery pkg/api/errors NewNotFound",
 			msg:    `configmaps "x" not found`,

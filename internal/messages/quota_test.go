@@ -23,9 +23,21 @@ func TestParseQuota(t *testing.T) {
 			want:   &QuotaExceeded{Quota: "storage", Requested: "requests.storage=20Gi", Used: "requests.storage=90Gi", Limited: "requests.storage=100Gi", Kind: "persistentvolumeclaims", Name: "data-db-0"},
 		},
 		{
+			name:   "a quota the pod cannot be charged to, StatefulSet event",
+			source: "k8s.io/apiserver resourcequota/controller.go CheckRequest (\"failed quota: %s: %v\"); pkg/quota/v1/evaluator/core/pods.go (\"must specify %s\")",
+			msg:    `create Pod db-0 in StatefulSet db failed error: pods "db-0" is forbidden: failed quota: compute-resources: must specify limits.cpu for: postgres; limits.memory for: postgres`,
+			want:   &QuotaExceeded{Quota: "compute-resources", Kind: "pods", Name: "db-0", Constraint: "must specify limits.cpu for: postgres; limits.memory for: postgres"},
+		},
+		{
+			name:   "Helm 4 create in a Fleet BundleDeployment condition, JSON-escaped",
+			source: "helm.sh/helm/v4 pkg/kube/client.go Create (\"failed to create resource: %w\"); resourcequota/controller.go CheckRequest",
+			msg:    `{\"error\":\"failed to create resource: deployments.apps \\\"web\\\" is forbidden: exceeded quota: team-a, requested: count/deployments.apps=1, used: count/deployments.apps=10, limited: count/deployments.apps=10\"}`,
+			want:   &QuotaExceeded{Quota: "team-a", Requested: "count/deployments.apps=1", Used: "count/deployments.apps=10", Limited: "count/deployments.apps=10", Kind: "deployments.apps", Name: "web"},
+		},
+		{
 			name:   "not this family",
-			source: "k8s.io/apiserver ResourceQuota evaluation",
-			msg:    `pods "x" is forbidden: failed quota: compute: must specify limits.cpu for: app`,
+			source: "k8s.io/apiserver ResourceQuota admission while the quota is being computed",
+			msg:    `pods "x" is forbidden: status unknown for quota: compute, resource: limits.cpu`,
 		},
 	}
 	for _, tt := range tests {

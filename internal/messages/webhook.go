@@ -36,15 +36,15 @@ var (
 func ParseWebhook(msg string) (WebhookFailure, bool) {
 	msg = unquote(msg)
 	if s := webhookDenied.FindStringSubmatch(msg); s != nil {
-		return WebhookFailure{Webhook: s[1], Denied: true, Reason: strings.TrimSpace(firstLineOf(s[2]))}, true
+		return WebhookFailure{Webhook: s[1], Denied: true, Reason: strings.TrimSpace(trimQuoted(firstLineOf(s[2])))}, true
 	}
 	s := webhookCall.FindStringSubmatch(msg)
 	if s == nil {
 		return WebhookFailure{}, false
 	}
-	w := WebhookFailure{Webhook: s[1], Reason: strings.TrimPrefix(firstLineOf(s[2]), "failed to call webhook: ")}
+	w := WebhookFailure{Webhook: s[1], Reason: trimQuoted(strings.TrimPrefix(firstLineOf(s[2]), "failed to call webhook: "))}
 	if u := webhookURL.FindStringSubmatch(s[2]); u != nil {
-		w.Service, w.ServiceNamespace, w.Reason = u[1], u[2], firstLineOf(u[3])
+		w.Service, w.ServiceNamespace, w.Reason = u[1], u[2], trimQuoted(firstLineOf(u[3]))
 	}
 	if n := serviceNotFound.FindStringSubmatch(s[2]); n != nil {
 		w.ServiceMissing, w.Service = true, n[1]

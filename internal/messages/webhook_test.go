@@ -41,6 +41,12 @@ func TestParseWebhook(t *testing.T) {
 			want:   &WebhookFailure{Webhook: "vdeployment.kb.io", Denied: true, Reason: "replicas must be at least 2"},
 		},
 		{
+			name:   "Fleet agent's log line, Helm 4 apply, JSON-escaped",
+			source: "rancher/fleet v0.13+ agent (logr JSON, \"error\" field); helm.sh/helm/v4 pkg/kube/client.go; k8s.io/apiserver ErrCallingWebhook",
+			msg:    `{"level":"error","msg":"Reconciler error","error":"failed to create resource: Internal error occurred: failed calling webhook \"rancher.cattle.io.namespaces\": failed to call webhook: Post \"https://rancher-webhook.cattle-system.svc:443/v1/webhook/validation/namespaces?timeout=10s\": service \"rancher-webhook\" not found"}`,
+			want:   &WebhookFailure{Webhook: "rancher.cattle.io.namespaces", Service: "rancher-webhook", ServiceNamespace: "cattle-system", ServiceMissing: true, Reason: `service "rancher-webhook" not found`},
+		},
+		{
 			name:   "not this family",
 			source: "k8s.io/apiserver namespace lifecycle",
 			msg:    `unable to create new content in namespace shop because it is being terminated`,

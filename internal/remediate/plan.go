@@ -224,6 +224,22 @@ type Step struct {
 	// Fleet controller observes a force-sync at once whatever becomes of the deployment, so
 	// the bump alone proves nothing.
 	Deploys *BundleDeploymentRef `json:"deploys,omitempty"`
+	// Upgrades is set on the last SUC step of an attempt (patch a Plan's image, delete its
+	// Job, remove a node's plan label, uncordon): the step verifies only once each named node is done
+	// with the Plan — its plan label reads the Plan's status.latestHash, or a Job of the Plan
+	// for that node at that hash, not one the plan read, is Complete. The object patched or
+	// deleted proves only that the controller may now run the upgrade.
+	Upgrades *PlanNodesRef `json:"upgrades,omitempty"`
+}
+
+// PlanNodesRef names a SUC Plan and the nodes a step must see it complete on.
+type PlanNodesRef struct {
+	Cluster   string   `json:"cluster"`
+	Namespace string   `json:"namespace"`
+	Plan      string   `json:"plan"`
+	Nodes     []string `json:"nodes"`
+	// Jobs are the UIDs of the Plan's Jobs when planned: none of them is the outcome.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // BundleDeploymentRef names a BundleDeployment on a management cluster as it was planned, and

@@ -198,7 +198,8 @@ func (pl *planner) markFailedStep(c *snapshot.Cluster, current *helmrelease.Rele
 		Why:          why,
 		Rationale:    rationale,
 		Precondition: fmt.Sprintf("revision %d is still the newest and %s; Secret %s unchanged since planning (resourceVersion %s)", current.Revision, current.Status, name, orDash(sec.ResourceVersion)),
-		Verify:       fmt.Sprintf("Helm's storage reads revision %d as failed", current.Revision),
+		Verify: fmt.Sprintf("Helm's storage reads revision %d as failed, and then a newer revision as deployed (the install or upgrade the mark lets through: the Fleet agent's for a bundle, else `helm upgrade --install` run by the operator)",
+			current.Revision),
 		Commands: []string{
 			shellcmd.Sprintf("%s -n %s label secret %s status=failed --overwrite", k, ns, secret),
 			shellcmd.Sprintf(`%s -n %s get secret %s -o jsonpath='{.data.release}' | base64 -d | base64 -d | gunzip | jq -c '.info.status="failed"' | gzip | base64 -w0 | base64 -w0 | jq -Rc '{data:{release:.},metadata:{labels:{status:"failed"}}}' > patch.json && %s -n %s patch secret %s --type merge --patch-file patch.json`,

@@ -2,6 +2,7 @@ package remediate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,6 +58,7 @@ func (pl *planner) sucImage(inc finding.Incident) []Attempt {
 	if root.ID != "suc/image-floating" {
 		chain = append(chain, pl.sucRepairs(inc, c, p, true)...)
 	}
+	chain = awaitUpgrade(c, p, chain)
 	return []Attempt{{Rung: RungRealign, Risk: maxRisk(chain), Steps: chain, Blocked: blocked}}
 }
 
@@ -81,7 +83,7 @@ func (pl *planner) sucJob(inc finding.Incident) []Attempt {
 			out = append(out, single(pl.restartStep(c, d, risk, r.Action, why)))
 		}
 	}
-	if chain := pl.sucRepairs(inc, c, p, false); len(chain) > 0 {
+	if chain := awaitUpgrade(c, p, pl.sucRepairs(inc, c, p, false)); len(chain) > 0 {
 		out = append(out, Attempt{Rung: RungRepair, Risk: maxRisk(chain), Steps: chain})
 	}
 	return out
@@ -109,7 +111,7 @@ func (pl *planner) sucState(inc finding.Incident) []Attempt {
 			out = append(out, single(pl.restartStep(c, d, risk, r.Action, why)))
 		}
 	}
-	if chain := pl.sucRepairs(inc, c, p, false); len(chain) > 0 {
+	if chain := awaitUpgrade(c, p, pl.sucRepairs(inc, c, p, false)); len(chain) > 0 {
 		out = append(out, Attempt{Rung: RungRepair, Risk: maxRisk(chain), Steps: chain})
 	}
 	return out
@@ -194,6 +196,56 @@ func (pl *planner) sucRepairs(inc finding.Incident, c *snapshot.Cluster, p *suc.
 		}
 	}
 	return steps
+}
+
+// awaitUpgrade makes the last step of a SUC chain (patch the image, delete a Job, remove a
+// node's plan label, uncordon) wait for the outcome: the Plan done on every node the chain's
+// Jobs and labels concern (Step.Upgrades). Those steps only let the controller run the upgrade
+// again; the earlier steps of the chain need not wait, the last one waits for them all — an
+// uncordon included, since the controller's drain cordons the node again and its completion
+// uncordons it (a step after the wait would find the node changed since planning). A chain
+// that concerns no node (a floating image pinned: the Plan's hash leaves images out, so
+// nothing runs again) waits for nothing more.
+func awaitUpgrade(c *snapshot.Cluster, p *suc.Plan, chain []Step) []Step {
+	last := -1
+	var nodes []string
+	for i, s := range chain {
+		switch s.Action {
+		case PatchPlanImage, DeleteJob, RemoveNodeLabel, Uncordon:
+			last = i
+		default:
+			continue
+		}
+		if n := stepNode(c, s); n != "" && !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	if p == nil || last < 0 || len(nodes) == 0 {
+		return chain
+	}
+	sort.Strings(nodes)
+	s := &chain[last]
+	s.Upgrades = &PlanNodesRef{Cluster: c.Name, Namespace: p.Namespace, Plan: p.Name, Nodes: nodes}
+	for _, j := range p.JobsOf(c.Jobs) {
+		s.Upgrades.Jobs = append(s.Upgrades.Jobs, string(j.UID))
+	}
+	s.Verify += fmt.Sprintf("; and Plan %s/%s is done on node(s) %s: the node's %s label reads the Plan's status.latestHash, or a new Job of the Plan for it is Complete",
+		p.Namespace, p.Name, strings.Join(nodes, ", "), suc.LabelPlanName(p.Name))
+	return chain
+}
+
+// stepNode is the node a Plan step concerns: the node of the Job it deletes, the node whose
+// label it removes.
+func stepNode(c *snapshot.Cluster, s Step) string {
+	switch s.Action {
+	case DeleteJob:
+		if j, ok := c.Get("Job", s.Target.Namespace, s.Target.Name).(*batchv1.Job); ok {
+			return j.Labels[suc.LabelNode]
+		}
+	case RemoveNodeLabel:
+		return s.Target.Name
+	}
+	return ""
 }
 
 // currentJobs are the Plan's Jobs for its latest hash (older ones are the controller's to

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -466,20 +467,30 @@ func int64OrUnset(v int64, found bool) string {
 	return fmt.Sprintf("%d", v)
 }
 
-// rolledOut is `kubectl rollout status` for a Deployment: the controller observed the new
-// template and every replica is updated and available.
+// rolledOut is `kubectl rollout status` for the workload kinds a restart or patch can roll
+// out (k8s.io/kubectl pkg/polymorphichelpers/rollout_status.go): the controller observed the
+// new template and every replica or scheduled pod is updated and available.
 func rolledOut(u *unstructured.Unstructured) (bool, string) {
 	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	if observed < u.GetGeneration() {
-		return false, fmt.Sprintf("the deployment controller has not observed generation %d yet (observed %d)", u.GetGeneration(), observed)
+		return false, fmt.Sprintf("the %s controller has not observed generation %d yet (observed %d)", strings.ToLower(u.GetKind()), u.GetGeneration(), observed)
 	}
+	status := func(f string) int64 { n, _, _ := unstructured.NestedInt64(u.Object, "status", f); return n }
+	switch u.GetKind() {
+	case "DaemonSet":
+		return daemonSetRolledOut(status)
+	case "StatefulSet":
+		return statefulSetRolledOut(u, status)
+	}
+	return deploymentRolledOut(u, status)
+}
+
+func deploymentRolledOut(u *unstructured.Unstructured, status func(string) int64) (bool, string) {
 	want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 	if !found {
 		want = 1
 	}
-	updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
-	replicas, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
-	available, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
+	updated, replicas, available := status("updatedReplicas"), status("replicas"), status("availableReplicas")
 	switch {
 	case updated < want:
 		return false, fmt.Sprintf("%d of %d replicas updated", updated, want)
@@ -487,6 +498,43 @@ func rolledOut(u *unstructured.Unstructured) (bool, string) {
 		return false, fmt.Sprintf("%d old replicas pending termination", replicas-updated)
 	case available < updated:
 		return false, fmt.Sprintf("%d of %d updated replicas available", available, updated)
+	}
+	return true, ""
+}
+
+// daemonSetRolledOut: every node that should run the pod runs the new one, available (a node
+// NotReady keeps its old pod, and the rollout waits on it).
+func daemonSetRolledOut(status func(string) int64) (bool, string) {
+	want, updated, available := status("desiredNumberScheduled"), status("updatedNumberScheduled"), status("numberAvailable")
+	switch {
+	case updated < want:
+		return false, fmt.Sprintf("%d of %d nodes run the updated pod", updated, want)
+	case available < want:
+		return false, fmt.Sprintf("%d of %d updated pods available", available, want)
+	}
+	return true, ""
+}
+
+// statefulSetRolledOut: a RollingUpdate is done when every replica is at the update revision
+// and ready (a partition leaves the ordinals below it at the current revision, by design).
+func statefulSetRolledOut(u *unstructured.Unstructured, status func(string) int64) (bool, string) {
+	if typ, _, _ := unstructured.NestedString(u.Object, "spec", "updateStrategy", "type"); typ == "OnDelete" {
+		return true, "" // kubectl: nothing rolls out until pods are deleted
+	}
+	want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	if !found {
+		want = 1
+	}
+	partition, _, _ := unstructured.NestedInt64(u.Object, "spec", "updateStrategy", "rollingUpdate", "partition")
+	current, _, _ := unstructured.NestedString(u.Object, "status", "currentRevision")
+	update, _, _ := unstructured.NestedString(u.Object, "status", "updateRevision")
+	switch {
+	case status("readyReplicas") < want:
+		return false, fmt.Sprintf("%d of %d replicas ready", status("readyReplicas"), want)
+	case partition > 0 && status("updatedReplicas") < want-partition:
+		return false, fmt.Sprintf("%d of %d replicas above partition %d updated", status("updatedReplicas"), want-partition, partition)
+	case partition == 0 && current != update:
+		return false, fmt.Sprintf("%d of %d replicas at update revision %s", status("updatedReplicas"), want, update)
 	}
 	return true, ""
 }

@@ -803,6 +803,10 @@ func (e *Executor) verify(ctx context.Context, cl *cluster, st remediate.Step, v
 			// The controller did what was asked; the deployment must have succeeded too.
 			ok, w, err = e.deployed(ctx, st)
 		}
+		if err == nil && ok && st.Upgrades != nil {
+			// The controller may run the upgrade again; it must have run it to the end.
+			ok, w, err = e.upgraded(ctx, st)
+		}
 		if err != nil {
 			w = err.Error()
 		}

@@ -419,8 +419,7 @@ func (e *Executor) helmState(ctx context.Context, cl *cluster, st remediate.Step
 		if err != nil {
 			return false, false, "", err
 		}
-		ok := statusOf(cur) == release.StatusFailed.String()
-		return ok, ok && last.Version == h.Current, fmt.Sprintf("revision %d is %s", h.Current, statusOf(cur)), nil
+		return markedThenDeployed(h, cur, last)
 	}
 	if last.Version != h.NewRevision || last.Info == nil || last.Info.Description != fmt.Sprintf("Rollback to %d", h.Target) {
 		return false, false, fmt.Sprintf("the newest revision is %d (%s)", last.Version, statusOf(last)), nil
@@ -443,6 +442,24 @@ func (e *Executor) helmState(ctx context.Context, cl *cluster, st remediate.Step
 		return true, false, fmt.Sprintf("revision %d is %s, not superseded", h.Target, statusOf(target)), nil
 	}
 	return true, true, "", nil
+}
+
+// markedThenDeployed judges a mark-failed step: written once the pending revision reads
+// failed; its outcome is the release deployed at a newer revision — the install or upgrade
+// the mark let through (the Fleet agent's next deployment of its bundle, or the operator's
+// `helm upgrade --install`). A release left failed has no deployed revision: its workloads
+// are whatever the interrupted operation left.
+func markedThenDeployed(h *remediate.HelmChange, cur, last *release.Release) (bool, bool, string, error) {
+	if statusOf(cur) != release.StatusFailed.String() {
+		return false, false, fmt.Sprintf("revision %d is %s", h.Current, statusOf(cur)), nil
+	}
+	if last.Version > h.Current && last.Info != nil && last.Info.Status == release.StatusDeployed {
+		return true, true, "", nil
+	}
+	if last.Version == h.Current {
+		return true, false, fmt.Sprintf("revision %d is marked failed, and no install or upgrade has deployed the release since (the Fleet agent does for its bundle; otherwise run `helm upgrade --install` with the release's chart and values)", h.Current), nil
+	}
+	return true, false, fmt.Sprintf("revision %d is marked failed; the newest revision %d is %s, not deployed", h.Current, last.Version, statusOf(last)), nil
 }
 
 // manifestObjects parses a release manifest into objects, each with its namespace resolved
