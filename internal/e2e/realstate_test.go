@@ -83,7 +83,7 @@ func shopBundleOf(version string, values map[string]any) *fleetv1.Bundle {
 //   - fleet/cluster-paused-bed-*: the Fleet Cluster paused, a bundle change staged but not
 //     deployed (nothing is wrong: info, exit 0); then unpaused and deployed;
 //   - workload/quota-exceeded-bed-*: the shop bundle's Deployment in a namespace whose
-//     ResourceQuota admits two of its three pods; then the quota raised;
+//     ResourceQuota admits two of its three pods; then the bundle asking for two;
 //   - namespace/terminating-stuck-bed-*: the shop namespace deleted while a Prometheus object
 //     in it holds prometheus-operator's finalizer with no operator running; the next bundle
 //     version fails to be written there; then the finalizer removed, the namespace gone and
@@ -153,9 +153,12 @@ func realQuotaExceeded(t *testing.T, r *realFleet) {
 	now := writeStateExpect(t, dir, "TestRealFleetStates", what, "rootCauses: [workload/quota-exceeded]\n")
 	stateScanRoots(t, dir, now, "workload/quota-exceeded", shopQuota)
 
-	r.setQuota(t, "2")
-	r.waitBundleReady(t, shopBundle, "2.3.0")
-	what = "The same bed after the ResourceQuota " + shopQuota + " was raised to requests.cpu 2: the third pod created, the shop bundle Ready."
+	// The way out that does not wait on the ReplicaSet controller's back-off (up to about 17
+	// minutes after many refusals, so a raised quota can take that long to be used): the
+	// bundle asks for what the quota allows.
+	r.updateBundle(t, shopBundleOf("2.3.1", map[string]any{"tag": "1.27", "replicas": 2}))
+	r.waitBundleReady(t, shopBundle, "2.3.1")
+	what = "The same bed after the shop bundle's next version (2.3.1) asked for 2 replicas, which the ResourceQuota " + shopQuota + " admits: the Deployment available, the bundle Ready. The ReplicaSet's refusals stay among the namespace's events."
 	dir = collectState(t, r.kubeconfig, "workload", "quota-exceeded-bed-healthy")
 	now = writeStateExpect(t, dir, "TestRealFleetStates", what, "forbid: [workload/quota-exceeded, fleet/bundle-not-ready]\n")
 	stateScanForbids(t, dir, now, "workload/quota-exceeded")
@@ -172,7 +175,7 @@ func realNamespaceTerminating(t *testing.T, r *realFleet) {
 		conds = r.nsConditions(t, shopNamespace, corev1.NamespaceFinalizersRemaining)
 		return conds != ""
 	}, r.logs)
-	r.updateBundle(t, shopBundleOf("2.4.0", map[string]any{"tag": "1.27", "replicas": 2}))
+	r.updateBundle(t, shopBundleOf("2.4.0", map[string]any{"tag": "1.28", "replicas": 2}))
 	var quoted string
 	waitUntil(t, "the shop bundle's new version refused in the terminating namespace", 3*time.Minute, func() bool {
 		bd := r.bdOf(t, shopBundle)
@@ -192,9 +195,11 @@ func realNamespaceTerminating(t *testing.T, r *realFleet) {
 	if _, err := dyn.Resource(promGVR).Namespace(shopNamespace).Patch(ctx, "k8s", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "namespace shop gone", 2*time.Minute, func() bool {
-		_, err := r.down.Client.CoreV1().Namespaces().Get(ctx, shopNamespace, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
+	// Fleet's agent retries within a second of the namespace going, so the namespace may
+	// already be back (a new one, not Terminating) when this looks.
+	waitUntil(t, "namespace shop gone or created again", 2*time.Minute, func() bool {
+		ns, err := r.down.Client.CoreV1().Namespaces().Get(ctx, shopNamespace, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp == nil
 	}, r.logs)
 	r.forceSync(t, shopBundle)
 	r.waitBundleReady(t, shopBundle, "2.4.0")
