@@ -125,7 +125,7 @@ func realPausedCluster(t *testing.T, r *realFleet) {
 	}
 
 	r.setPaused(t, false)
-	r.waitBundleReady(t, "web", "1.1.0")
+	r.waitBundleReady(t, "web", before)
 	what = "The same bed after the Fleet Cluster was unpaused: the web bundle's 1.1.0 deployed and its BundleDeployment Ready at the new deploymentID."
 	dir = collectState(t, r.kubeconfig, "fleet", "cluster-paused-bed-healthy")
 	now = writeStateExpect(t, dir, "TestRealFleetStates", what, "forbid: [fleet/cluster-paused, fleet/bundle-wait-applied-stuck, fleet/bundle-not-ready]\nmaxSeverity: info\n")
@@ -157,7 +157,7 @@ func realQuotaExceeded(t *testing.T, r *realFleet) {
 	// minutes after many refusals, so a raised quota can take that long to be used): the
 	// bundle asks for what the quota allows.
 	r.updateBundle(t, shopBundleOf("2.3.1", map[string]any{"tag": "1.27", "replicas": 2}))
-	r.waitBundleReady(t, shopBundle, "2.3.1")
+	r.waitBundleReady(t, shopBundle, bd.Spec.DeploymentID)
 	what = "The same bed after the shop bundle's next version (2.3.1) asked for 2 replicas, which the ResourceQuota " + shopQuota + " admits: the Deployment available, the bundle Ready. The ReplicaSet's refusals stay among the namespace's events."
 	dir = collectState(t, r.kubeconfig, "workload", "quota-exceeded-bed-healthy")
 	now = writeStateExpect(t, dir, "TestRealFleetStates", what, "forbid: [workload/quota-exceeded, fleet/bundle-not-ready]\n")
@@ -201,8 +201,9 @@ func realNamespaceTerminating(t *testing.T, r *realFleet) {
 		ns, err := r.down.Client.CoreV1().Namespaces().Get(ctx, shopNamespace, metav1.GetOptions{})
 		return apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp == nil
 	}, r.logs)
+	refused := r.bdOf(t, shopBundle).Spec.DeploymentID
 	r.forceSync(t, shopBundle)
-	r.waitBundleReady(t, shopBundle, "2.4.0")
+	r.waitBundleReady(t, shopBundle, refused)
 	what = "The same bed after the finalizer was removed from the Prometheus object: the namespace " + shopNamespace + " deleted, then created again by Fleet's agent with the shop bundle's 2.4.0, Ready."
 	dir = collectState(t, r.kubeconfig, "namespace", "terminating-stuck-bed-healthy")
 	now = writeStateExpect(t, dir, "TestRealFleetStates", what, "forbid: [namespace/terminating-stuck, fleet/bundle-err-applied]\n")
@@ -219,20 +220,16 @@ func (r *realFleet) bdOf(t *testing.T, bundle string) *fleetv1.BundleDeployment 
 	return &l.Items[0]
 }
 
-// waitBundleReady waits until the bundle's BundleDeployment is Ready at its current
-// deploymentID and, when chartVersion is set, the Bundle holds that chart.
-func (r *realFleet) waitBundleReady(t *testing.T, bundle, chartVersion string) {
+// waitBundleReady waits until the bundle's BundleDeployment is Ready at a deploymentID other
+// than notID (the one before the change waited for), not paused and with nothing staged: the
+// controller moves spec.deploymentID a moment after the change, and until then the old
+// deployment is still Ready.
+func (r *realFleet) waitBundleReady(t *testing.T, bundle, notID string) {
 	t.Helper()
-	waitUntil(t, "bundle "+bundle+" "+chartVersion+" Ready", 4*time.Minute, func() bool {
+	waitUntil(t, "bundle "+bundle+" Ready at a new deploymentID", 4*time.Minute, func() bool {
 		bd := r.bdOf(t, bundle)
-		if !bdReady(bd) {
-			return false
-		}
-		var b fleetv1.Bundle
-		if err := r.fleet.Client.Get(t.Context(), client.ObjectKey{Namespace: testbed.FleetDefaultNamespace, Name: bundle}, &b); err != nil {
-			return false
-		}
-		return chartVersion == "" || strings.Contains(b.Spec.Resources[0].Content, "version: "+chartVersion)
+		return bdReady(bd) && bd.Spec.DeploymentID != notID && !bd.Spec.Paused &&
+			(bd.Spec.StagedDeploymentID == "" || bd.Spec.StagedDeploymentID == bd.Spec.DeploymentID)
 	}, func() string { return bdStatusJSON(r.bdOf(t, bundle)) + "\n" + r.logs() })
 }
 
