@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/classify"
@@ -24,6 +25,9 @@ type quoted struct {
 	source  string
 	msg     string
 	keys    []string
+	// ns is the namespace of the object the quote is about, when the quote says it: Fleet
+	// names the resource it summarises ("deployment.apps shop/storefront [progressing,error] …").
+	ns string
 }
 
 // evidence is the quote as a finding shows it: the message, where it was read.
@@ -68,26 +72,39 @@ func bdQuotes(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *snapshot.Bun
 	src := sourceOf(m, bdRef(bd))
 	var out []quoted
 	seen := map[string]bool{}
-	add := func(where, msg string) {
+	add := func(where, msg, ns string) {
 		if msg == "" || seen[msg] {
 			return
 		}
 		seen[msg] = true
 		q := base
-		q.source, q.msg = src+" "+where, msg
+		q.source, q.msg, q.ns = src+" "+where, msg, ns
 		out = append(out, q)
 	}
 	for _, c := range bd.Status.Conditions {
 		if string(c.Status) != "True" {
-			add("status.conditions["+string(c.Type)+"]", c.Message)
+			add("status.conditions["+string(c.Type)+"]", c.Message, fleetSummaryNamespace(c.Message))
 		}
 	}
 	for _, st := range bd.Status.NonReadyStatus {
 		if st.Summary.Error {
-			add("status.nonReadyStatus["+st.Kind+"/"+st.Name+"]", strings.Join(st.Summary.Message, "; "))
+			add("status.nonReadyStatus["+st.Kind+"/"+st.Name+"]", strings.Join(st.Summary.Message, "; "), st.Namespace)
 		}
 	}
 	return out
+}
+
+// fleetSummaryRE is the resource a Fleet agent's Ready condition message starts with: the
+// non-ready resources' summaries as "<kind>.<group> <namespace>/<name> [<states>] <messages>"
+// (fleet pkg/apis/fleet.cattle.io/v1alpha1: NonReadyStatus.String()).
+var fleetSummaryRE = regexp.MustCompile(`^[a-z0-9.-]+ ([a-z0-9]([-a-z0-9]*[a-z0-9])?)/[a-z0-9][-a-z0-9.]* \[`)
+
+// fleetSummaryNamespace is the namespace a Fleet Ready message names first, "" if none.
+func fleetSummaryNamespace(msg string) string {
+	if m := fleetSummaryRE.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // releaseQuote is the description of a release revision that failed or still waits: Helm

@@ -121,6 +121,11 @@ func quotaFinding(ctx *Context, q quoted, qe messages.QuotaExceeded) finding.Fin
 		on = q.target
 	}
 	ns := quotaNamespace(q.target, qe.Quota)
+	if ns == "" {
+		// A quota refuses objects of its own namespace: the one of the resource Fleet
+		// summarises, when the ResourceQuota itself was not collected.
+		ns = q.ns
+	}
 	f := ctx.New("workload/quota-exceeded", on, ref("v1", "ResourceQuota", ns, qe.Quota),
 		fmt.Sprintf("ResourceQuota %s refuses %s %s (%s): %s cannot be applied", qe.Quota, orDash(qe.Kind), orDash(qe.Name), quotaWhy(qe), q.subject))
 	if on != q.target {

@@ -56,14 +56,15 @@ func planNotValidated(ctx *Context, c *snapshot.Cluster, p *suc.Plan, jobs []*ba
 }
 
 // planServiceAccountMissing finds the Plan's Jobs refused pods because the Plan's service
-// account does not exist.
+// account does not exist, and still without a pod: a Job that got its pods once the
+// ServiceAccount was created keeps the refusals among its events for an hour.
 func planServiceAccountMissing(ctx *Context, c *snapshot.Cluster, p *suc.Plan) (finding.Finding, bool) {
 	var evidence []finding.Evidence
 	keys := []string{PlanKey(c.Name, p.Namespace, p.Name)}
 	var since, seen bool
 	var first = ctx.Now
 	for _, j := range p.JobsOf(c.Jobs) {
-		for _, e := range eventsOf(c, "batch", "Job", j.Namespace, j.Name, "FailedCreate") {
+		for _, e := range jobRefusals(c, j) {
 			if !saLookupRE.MatchString(e.Message) {
 				continue
 			}

@@ -300,6 +300,25 @@ func sameImage(a, b string) bool {
 // FailedCreate event.
 var saLookupRE = regexp.MustCompile(`error looking up service account [^:]+: serviceaccount "[^"]+" not found`)
 
+// jobRefusals are the Job's FailedCreate events while it still has no pod: once it got one
+// (a pod of it is collected, or it completed), those events, kept for an hour, tell a refusal
+// that is over.
+func jobRefusals(c *snapshot.Cluster, j *batchv1.Job) []*corev1.Event {
+	if jobCompleted(j) || j.Status.Succeeded > 0 || len(jobPods(c, j)) > 0 {
+		return nil
+	}
+	return eventsOf(c, "batch", "Job", j.Namespace, j.Name, "FailedCreate")
+}
+
+func jobCompleted(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
 // sucForbidden finds the controller and the Plans' Jobs being refused by RBAC: forbidden
 // lines in the controller's and the drain containers' logs and events, and Jobs that cannot
 // create pods because the Plan's service account is missing.
@@ -317,7 +336,7 @@ func sucForbidden(ctx *Context, c *snapshot.Cluster) []finding.Finding {
 		}
 		var evidence []finding.Evidence
 		var since time.Time
-		for _, e := range eventsOf(c, "batch", "Job", j.Namespace, j.Name, "FailedCreate") {
+		for _, e := range jobRefusals(c, j) {
 			m, ok := classify.Classify(e.Message, classify.Event)
 			if saLookupRE.MatchString(e.Message) || ok && (m.ID == "suc/rbac" || m.ID == "agent/rbac-forbidden") {
 				evidence = append(evidence, finding.Evidence{Source: eventSource(e), Text: firstLine(e.Message)})

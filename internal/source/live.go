@@ -257,6 +257,10 @@ type clusterReader struct {
 	kube   *Kube
 	served map[schema.GroupVersionResource]bool
 	ns     []string
+	// terminating are the namespaces being deleted (read whatever their name: terminating.go)
+	// and kinds what discovery lists, in its order.
+	terminating []*corev1.Namespace
+	kinds       []servedKind
 
 	mu       sync.Mutex
 	pods     []*corev1.Pod
@@ -368,6 +372,7 @@ func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
 		}
 	}
 	wg.Wait()
+	r.readHolders(ctx)
 	if r.served[gvr("", "v1", "pods")] {
 		r.drainNodePods(ctx)
 	}
@@ -414,12 +419,14 @@ func (r *clusterReader) discover(ctx context.Context, dc discovery.DiscoveryInte
 		}
 		for _, ar := range l.APIResources {
 			r.served[gv.WithResource(ar.Name)] = true
+			r.kinds = append(r.kinds, servedKind{gv.WithResource(ar.Name), ar.Kind})
 		}
 	}
 	return nil
 }
 
-// namespaces reads the watched namespaces (the Namespace objects themselves are kept).
+// namespaces reads the watched namespaces and those being deleted (the Namespace objects
+// themselves are kept).
 func (r *clusterReader) namespaces(ctx context.Context) error {
 	var list *corev1.NamespaceList
 	err := retryRead(ctx, func() (err error) {
@@ -437,10 +444,13 @@ func (r *clusterReader) namespaces(ctx context.Context) error {
 	}
 	for i := range list.Items {
 		ns := &list.Items[i]
-		if !WatchedNamespace(ns.Name) {
+		if !WatchedNamespace(ns.Name) && ns.DeletionTimestamp == nil {
 			continue
 		}
 		r.ns = append(r.ns, ns.Name)
+		if ns.DeletionTimestamp != nil {
+			r.terminating = append(r.terminating, ns)
+		}
 		ns.ManagedFields = nil
 		ns.APIVersion, ns.Kind = "v1", "Namespace"
 		r.emit(ns, "Namespace", ns.Namespace, ns.Name)
@@ -582,7 +592,7 @@ func (r *clusterReader) typedPage(ctx context.Context, res resource, ns string, 
 }
 
 func (r *clusterReader) item(u *unstructured.Unstructured, res resource) {
-	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	trimManagedFields(u, res)
 	if res.kind == "CustomResourceDefinition" {
 		r.noteCRD(u)
 		// The schemas are most of a CRD's size and no check reads them.
