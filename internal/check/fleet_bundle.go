@@ -65,6 +65,9 @@ var fleetBundles = Check{
 					}
 					return f
 				}
+				if waitsForDependency(bd) {
+					continue // fleet/dependency-blocked: a symptom of the bundle it waits for
+				}
 				// A refused install or apply is an error at once: Fleet's retry replays it.
 				if r, cond, ok := bdRefusal(bd); ok && st != fleet.StateReady && !bd.Spec.Paused {
 					out = append(out, refusedBundle(ctx, m, bd, target, r, cond, mk))
