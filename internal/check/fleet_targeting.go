@@ -122,7 +122,9 @@ func manifestMajority(bds []*snapshot.BundleDeployment) (string, []*snapshot.Bun
 	for id := range count {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return count[ids[i]] > count[ids[j]] || count[ids[i]] == count[ids[j]] && ids[i] < ids[j] })
+	sort.Slice(ids, func(i, j int) bool {
+		return count[ids[i]] > count[ids[j]] || count[ids[i]] == count[ids[j]] && ids[i] < ids[j]
+	})
 	if len(ids) < 2 || 2*count[ids[0]] <= len(bds) || ids[0] == "" {
 		return "", nil
 	}
