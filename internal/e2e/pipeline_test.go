@@ -98,7 +98,7 @@ func gitRepoElsewhere(t *testing.T, env *testenv.Env) {
 	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "apps-3f9c1", Namespace: "team-apps",
-			Labels: map[string]string{"fleet.cattle.io/force-sync-generation": "0", "fleet.cattle.io/gitrepo-generation": "1"},
+			Labels:          map[string]string{"fleet.cattle.io/force-sync-generation": "0", "fleet.cattle.io/gitrepo-generation": "1"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "GitRepo", Name: "apps", UID: created.GetUID()}}},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "fleet", Image: "rancher/fleet:v0.16.0"}}}}},
