@@ -124,11 +124,12 @@ func dependencyFinding(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *sna
 }
 
 // waitsForDependency reports a BundleDeployment the agent refuses only because a dependency
-// is not ready: fleet/dependency-blocked reports it, not fleet/bundle-err-applied.
-func waitsForDependency(bd *snapshot.BundleDeployment) bool {
+// that was read is not ready: fleet/dependency-blocked reports it, not fleet/bundle-err-applied.
+// A refusal naming nothing that was read stays an error of its own.
+func waitsForDependency(bd *snapshot.BundleDeployment, peers []*snapshot.BundleDeployment) bool {
 	for _, text := range bdTexts(bd) {
-		if dependencyWait.MatchString(text) {
-			return true
+		if mm := dependencyWait.FindStringSubmatch(text); mm != nil {
+			return len(peersNamed(peers, strings.Fields(mm[1]))) > 0
 		}
 	}
 	return false
