@@ -37,6 +37,7 @@ var fleetBundles = Check{
 		notReadyAfter := ctx.Thresholds.Duration("fleet.bundleNotReadyAfter")
 		for _, m := range ctx.Snap.Management() {
 			ix := newFleetIndex(m)
+			byNS := bdsByNamespace(m)
 			for _, bd := range m.BundleDeployments {
 				fc := ix.forBD(m, bd)
 				target := bd.Namespace
@@ -64,6 +65,9 @@ var fleetBundles = Check{
 						f.Vars["bundle"] = bundle
 					}
 					return f
+				}
+				if waitsForDependency(bd, byNS[bd.Namespace]) {
+					continue // fleet/dependency-blocked: a symptom of the bundle it waits for
 				}
 				// A refused install or apply is an error at once: Fleet's retry replays it.
 				if r, cond, ok := bdRefusal(bd); ok && st != fleet.StateReady && !bd.Spec.Paused {

@@ -141,6 +141,12 @@ func finalizerHolders(c *snapshot.Cluster, ns string) []holder {
 	for _, j := range c.Jobs {
 		add("batch/v1", "Job", j)
 	}
+	for _, g := range c.GitRepos {
+		add("fleet.cattle.io/v1alpha1", "GitRepo", g)
+	}
+	for _, h := range c.HelmOps {
+		add("fleet.cattle.io/v1alpha1", "HelmOp", h)
+	}
 	for _, u := range c.Other {
 		if u.Namespace == ns {
 			if h, ok := unstructuredHolder(u); ok {

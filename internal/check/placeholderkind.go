@@ -18,7 +18,7 @@ var placeholderKinds = map[string]shellcmd.Kind{
 	"n+1": shellcmd.Integer, "n": shellcmd.Integer, "seconds": shellcmd.Integer,
 
 	"cluster": shellcmd.Name, "pod": shellcmd.Name, "deployment": shellcmd.Name, "job": shellcmd.Name,
-	"node": shellcmd.Name, "bundle": shellcmd.Name, "bundledeployment": shellcmd.Name, "gitrepo": shellcmd.Name,
+	"node": shellcmd.Name, "bundle": shellcmd.Name, "bundledeployment": shellcmd.Name, "gitrepo": shellcmd.Name, "dependency": shellcmd.Name,
 	"repo": shellcmd.Name, "plan": shellcmd.Name, "crd": shellcmd.Name, "quota": shellcmd.Name,
 	"content": shellcmd.Name, "pdb": shellcmd.Name, "machine": shellcmd.Name, "plan-secret": shellcmd.Name,
 	"rancher-cluster": shellcmd.Name, "serviceaccount": shellcmd.Name, "sa": shellcmd.Name,

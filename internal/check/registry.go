@@ -12,6 +12,12 @@ func All() []Check {
 		fleetContent,
 		fleetVersionSkew,
 		fleetClusterPaused,
+		// Fleet's pipeline before the BundleDeployment: GitRepo → gitjob → Bundle, dependsOn,
+		// and agents that check in without applying.
+		fleetGitRepoSync,
+		fleetTargeting,
+		fleetDependencies,
+		fleetAgentStalled,
 		// Helm release storage, on every cluster.
 		helmReleases,
 		// Pods and workloads in the agent, SUC and system namespaces.

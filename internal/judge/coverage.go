@@ -46,7 +46,7 @@ func upgradeMachineryGap(s *snapshot.Snapshot) string {
 }
 
 func holdsUpgradeMachinery(c *snapshot.Cluster) bool {
-	if len(c.FleetClusters)+len(c.Bundles)+len(c.BundleDeployments)+len(c.ClusterRegistrations)+len(c.Contents)+
+	if len(c.FleetClusters)+len(c.Bundles)+len(c.BundleDeployments)+len(c.ClusterRegistrations)+len(c.Contents)+len(c.GitRepos)+len(c.HelmOps)+
 		len(c.HelmReleases)+len(c.Plans)+len(c.EtcdSnapshots)+len(c.MachinePlans) > 0 {
 		return true
 	}

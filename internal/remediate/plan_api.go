@@ -268,15 +268,13 @@ func bundleHint(snap *snapshot.Snapshot, f finding.Finding) string {
 				repo = b.Labels["fleet.cattle.io/repo-name"]
 			}
 		}
-		for _, o := range m.Other {
-			if o.Kind == "GitRepo" && o.Name == repo && (ns == "" || o.Namespace == ns) {
-				if spec, ok := o.Object["spec"].(map[string]any); ok {
-					if s, _ := spec["branch"].(string); s != "" {
-						branch = s
-					}
-					if s, _ := spec["repo"].(string); s != "" {
-						repo = fmt.Sprintf("%s (%s)", o.Name, s)
-					}
+		for _, g := range m.GitRepos {
+			if g.Name == repo && (ns == "" || g.Namespace == ns) {
+				if g.Spec.Branch != "" {
+					branch = g.Spec.Branch
+				}
+				if g.Spec.Repo != "" {
+					repo = fmt.Sprintf("%s (%s)", g.Name, g.Spec.Repo)
 				}
 			}
 		}

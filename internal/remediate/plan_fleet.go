@@ -212,31 +212,15 @@ func (pl *planner) bundleTarget(m *snapshot.Cluster, ns, name string) *bundleRef
 		return nil
 	}
 	if repo := b.Labels["fleet.cattle.io/repo-name"]; repo != "" {
-		for _, o := range m.Other {
-			if o.Kind == "GitRepo" && o.Namespace == b.Namespace && o.Name == repo {
-				ref := &bundleRef{obj: pl.object(m.Name, o.APIVersion, "GitRepo", o.Namespace, o.Name), resource: "gitrepos.fleet.cattle.io"}
-				if spec, ok := o.Object["spec"].(map[string]any); ok {
-					ref.current = toInt64(spec["forceSyncGeneration"])
-				}
-				return ref
+		for _, g := range m.GitRepos {
+			if g.Namespace == b.Namespace && g.Name == repo {
+				return &bundleRef{obj: pl.object(m.Name, fleetAPIVersion, "GitRepo", g.Namespace, g.Name), resource: "gitrepos.fleet.cattle.io", current: g.Spec.ForceSyncGeneration}
 			}
 		}
 		return &bundleRef{obj: metaObject(m.Name, fleetAPIVersion, "Bundle", b), resource: "bundles.fleet.cattle.io", current: b.Spec.ForceSyncGeneration,
 			note: fmt.Sprintf("Bundle %s/%s comes from GitRepo %s, which was not read: the Bundle itself is bumped, and the GitRepo's next sync writes its own value back (harmless)", b.Namespace, b.Name, repo)}
 	}
 	return &bundleRef{obj: metaObject(m.Name, fleetAPIVersion, "Bundle", b), resource: "bundles.fleet.cattle.io", current: b.Spec.ForceSyncGeneration}
-}
-
-func toInt64(v any) int64 {
-	switch n := v.(type) {
-	case float64:
-		return int64(n)
-	case int64:
-		return n
-	case int:
-		return int64(n)
-	}
-	return 0
 }
 
 func (pl *planner) redeployStep(m *snapshot.Cluster, fc *fleetv1.Cluster, rungName string, risk Risk, rationale string, why []Reason) Step {

@@ -106,7 +106,7 @@ func New(s *snapshot.Snapshot, now time.Time, incidents []finding.Incident, fs [
 func ObjectCount(c *snapshot.Cluster) int {
 	return len(c.Namespaces) + len(c.Nodes) + len(c.Pods) + len(c.Events) + len(c.ConfigMaps) + len(c.Secrets) +
 		len(c.ResourceQuotas) + len(c.Deployments) + len(c.ReplicaSets) + len(c.DaemonSets) + len(c.Jobs) + len(c.CRDs) +
-		len(c.FleetClusters) + len(c.Bundles) + len(c.BundleDeployments) + len(c.ClusterRegistrations) + len(c.Contents) + len(c.Plans) + len(c.EtcdSnapshots) + len(c.Other)
+		len(c.FleetClusters) + len(c.Bundles) + len(c.BundleDeployments) + len(c.ClusterRegistrations) + len(c.Contents) + len(c.GitRepos) + len(c.HelmOps) + len(c.Plans) + len(c.EtcdSnapshots) + len(c.Other)
 }
 
 func (r *Report) normalise() {

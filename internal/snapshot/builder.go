@@ -274,6 +274,10 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 		target = &BundleDeployment{}
 	case "fleet.cattle.io/ClusterRegistration":
 		target = &fleetv1.ClusterRegistration{}
+	case "fleet.cattle.io/GitRepo":
+		target = &fleetv1.GitRepo{}
+	case "fleet.cattle.io/HelmOp":
+		target = &fleetv1.HelmOp{}
 	case "fleet.cattle.io/Content":
 		var v struct {
 			Content []byte `json:"content"`
@@ -283,6 +287,7 @@ func decodeTyped(h *Header, raw []byte) (any, error) {
 			fc.docErr = fmt.Errorf("content: %w", err)
 			return fc, nil
 		}
+		fc.size = len(v.Content)
 		fc.docs, fc.docErr = manifest.ContentDocs(v.Content)
 		return fc, nil
 	case "upgrade.cattle.io/Plan":
@@ -415,14 +420,42 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 		}
 		o.docs, o.docErr = manifest.ResourceDocs(rs)
 		t.Spec.Resources = nil // payload: only its documents' identities are kept
+	case *fleetv1.GitRepo:
+		trimGitRepo(t)
+	case *fleetv1.HelmOp:
+		trimHelmOp(t)
 	}
 	o.obj = obj
 	return o
 }
 
+// trimGitRepo drops what no check reads of a GitRepo and could be large (the per-resource
+// status, one entry per deployed object) or secret (a CA bundle; a password in the repo URL).
+func trimGitRepo(g *fleetv1.GitRepo) {
+	g.Status.Resources, g.Status.PerClusterResourceCounts = nil, nil
+	g.Spec.CABundle = nil
+	g.Spec.Repo = redact.String(g.Spec.Repo)
+	for i := range g.Status.Conditions {
+		g.Status.Conditions[i].Message = redact.String(g.Status.Conditions[i].Message)
+	}
+	g.Status.Display.Message = redact.String(g.Status.Display.Message)
+}
+
+// trimHelmOp drops a HelmOp's values (they may carry credentials; no check reads them),
+// inline resources and per-resource status.
+func trimHelmOp(h *fleetv1.HelmOp) {
+	h.Spec.Resources, h.Spec.Targets, h.Spec.TargetRestrictions = nil, nil, nil
+	h.Status.Resources, h.Status.PerClusterResourceCounts = nil, nil
+	if h.Spec.Helm != nil {
+		h.Spec.Helm.Values, h.Spec.Helm.ValuesFrom = nil, nil
+		h.Spec.Helm.Repo = redact.String(h.Spec.Helm.Repo)
+	}
+}
+
 // fleetContent is what is kept of a Fleet Content: its name and its documents' identities.
 type fleetContent struct {
 	name   string
+	size   int // bytes of its payload; 0 when the source kept none (metadata only)
 	docs   []manifest.Doc
 	docErr error
 }
@@ -574,9 +607,19 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.BundleDeployments = append(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
 		c.ClusterRegistrations = append(c.ClusterRegistrations, t)
+	case *fleetv1.GitRepo:
+		c.GitRepos = append(c.GitRepos, t)
+	case *fleetv1.HelmOp:
+		c.HelmOps = append(c.HelmOps, t)
 	case *fleetContent:
 		c.Contents = append(c.Contents, t.name)
 		c.contentIx[t.name] = true
+		if t.size > 0 {
+			if c.ContentBytes == nil {
+				c.ContentBytes = map[string]int{}
+			}
+			c.ContentBytes[t.name] = t.size
+		}
 		if len(t.docs) > 0 {
 			if c.ContentDocs == nil {
 				c.ContentDocs = map[string][]manifest.Doc{}
@@ -650,9 +693,14 @@ func (c *Cluster) remove(old *Object) {
 		c.BundleDeployments = without(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:
 		c.ClusterRegistrations = without(c.ClusterRegistrations, t)
+	case *fleetv1.GitRepo:
+		c.GitRepos = without(c.GitRepos, t)
+	case *fleetv1.HelmOp:
+		c.HelmOps = without(c.HelmOps, t)
 	case *fleetContent:
 		c.Contents = without(c.Contents, t.name)
 		delete(c.ContentDocs, t.name)
+		delete(c.ContentBytes, t.name)
 	case *suc.Plan:
 		c.Plans = without(c.Plans, t)
 	case *EtcdSnapshot:
@@ -834,6 +882,8 @@ func sortCluster(c *Cluster) {
 	sort.Slice(c.FleetClusters, func(i, j int) bool { return byNsName(c.FleetClusters[i], c.FleetClusters[j]) })
 	sort.Slice(c.BundleDeployments, func(i, j int) bool { return byNsName(c.BundleDeployments[i], c.BundleDeployments[j]) })
 	sort.Slice(c.ClusterRegistrations, func(i, j int) bool { return byNsName(c.ClusterRegistrations[i], c.ClusterRegistrations[j]) })
+	sort.Slice(c.GitRepos, func(i, j int) bool { return byNsName(c.GitRepos[i], c.GitRepos[j]) })
+	sort.Slice(c.HelmOps, func(i, j int) bool { return byNsName(c.HelmOps[i], c.HelmOps[j]) })
 	sort.Slice(c.Jobs, func(i, j int) bool { return byNsName(c.Jobs[i], c.Jobs[j]) })
 	sort.Slice(c.Plans, func(i, j int) bool { return byNsName(c.Plans[i], c.Plans[j]) })
 	sort.Slice(c.PodDisruptionBudgets, func(i, j int) bool { return byNsName(c.PodDisruptionBudgets[i], c.PodDisruptionBudgets[j]) })

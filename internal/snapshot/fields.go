@@ -146,6 +146,26 @@ var fields = map[string][][]redact.Rule{
 	},
 	"fleet.cattle.io/ClusterRegistration": {redact.Keep("spec.clientID", "spec.clusterLabels", "status")},
 	"fleet.cattle.io/Content":             {},
+	// GitRepo: where it reads from and how often, and its status (commit, polling, conditions);
+	// never the CA bundle or the per-resource status. The repo URL passes the redactor (a
+	// password in it is masked).
+	"fleet.cattle.io/GitRepo": {
+		redact.Keep("spec.branch", "spec.revision", "spec.paths", "spec.pollingInterval", "spec.disablePolling",
+			"spec.forceSyncGeneration", "spec.paused", "spec.clientSecretName", "spec.helmSecretName",
+			"spec.helmSecretNameForPaths", "spec.targetNamespace", "spec.serviceAccount", "spec.webhookSecret",
+			"status.observedGeneration", "status.updateGeneration", "status.commit", "status.webhookCommit",
+			"status.lastWebhookTime", "status.pollingCommit", "status.gitJobStatus", "status.lastPollingTriggered",
+			"status.readyClusters", "status.desiredReadyClusters", "status.summary", "status.resourceCounts"),
+		redact.KeepText("spec.repo", "status.conditions", "status.display"),
+	},
+	// HelmOp: the chart it follows and its status; never values.
+	"fleet.cattle.io/HelmOp": {
+		redact.Keep("spec.helm.chart", "spec.helm.version", "spec.helm.releaseName", "spec.pollingInterval",
+			"spec.helmSecretName", "spec.paused", "spec.dependsOn", "spec.labels",
+			"status.observedGeneration", "status.readyClusters", "status.desiredReadyClusters", "status.summary",
+			"status.resourceCounts", "status.version", "status.lastPollingTriggered"),
+		redact.KeepText("spec.helm.repo", "status.conditions", "status.display"),
+	},
 	// Plan: images, selectors, drain and cordon settings; never envs, args, commands.
 	"upgrade.cattle.io/Plan": {
 		redact.Keep("spec.concurrency", "spec.jobActiveDeadlineSecs", "spec.nodeSelector", "spec.serviceAccountName",

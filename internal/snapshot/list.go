@@ -33,6 +33,8 @@ var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bo
 	"fleet.cattle.io/Bundle":              decodeList[fleetv1.Bundle],
 	"fleet.cattle.io/BundleDeployment":    decodeList[BundleDeployment],
 	"fleet.cattle.io/ClusterRegistration": decodeList[fleetv1.ClusterRegistration],
+	"fleet.cattle.io/GitRepo":             decodeList[fleetv1.GitRepo],
+	"fleet.cattle.io/HelmOp":              decodeList[fleetv1.HelmOp],
 }
 
 // PrepareList decodes a JSON List whose items are all apiVersion/kind in one pass into

@@ -91,6 +91,14 @@ type Cluster struct {
 	BundleDeployments    []*BundleDeployment
 	ClusterRegistrations []*fleetv1.ClusterRegistration
 	Contents             []string // names of fleet Content objects (payloads are not kept)
+	// ContentBytes is, by Content name, the size of its payload (the gzipped manifest) when
+	// the source held it; a live scan reads Contents' metadata only and leaves it empty.
+	ContentBytes map[string]int
+	// GitRepos are Fleet's GitRepos: the first stage of the pipeline a commit goes through
+	// (GitRepo → gitjob Job → Bundle → BundleDeployment). HelmOps are Fleet's HelmOps, when
+	// the CRD is installed.
+	GitRepos             []*fleetv1.GitRepo
+	HelmOps              []*fleetv1.HelmOp
 	HelmReleases         []*helmrelease.Release
 	Plans                []*suc.Plan     // system-upgrade-controller Plans (upgrade.cattle.io)
 	EtcdSnapshots        []*EtcdSnapshot // rke.cattle.io ETCDSnapshots and k3s.cattle.io ETCDSnapshotFiles

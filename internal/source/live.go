@@ -214,6 +214,8 @@ var resources = []resource{
 	{gvr: gvr("fleet.cattle.io", "v1alpha1", "bundledeployments"), kind: "BundleDeployment", scope: allNamespaces, optional: true},
 	{gvr: gvr("fleet.cattle.io", "v1alpha1", "clusterregistrations"), kind: "ClusterRegistration", scope: allNamespaces, optional: true},
 	{gvr: gvr("fleet.cattle.io", "v1alpha1", "contents"), kind: "Content", scope: clusterScoped, metaOnly: true, optional: true},
+	{gvr: gvr("fleet.cattle.io", "v1alpha1", "gitrepos"), kind: "GitRepo", scope: allNamespaces, optional: true},
+	{gvr: gvr("fleet.cattle.io", "v1alpha1", "helmops"), kind: "HelmOp", scope: allNamespaces, optional: true},
 	{gvr: gvr("upgrade.cattle.io", "v1", "plans"), kind: "Plan", scope: allNamespaces, optional: true},
 	{gvr: gvr("", "v1", "serviceaccounts"), kind: "ServiceAccount", scope: watchedNamespaces},
 	{gvr: gvr("rke.cattle.io", "v1", "etcdsnapshots"), kind: "ETCDSnapshot", scope: allNamespaces, optional: true},
@@ -442,9 +444,10 @@ func (r *clusterReader) namespaces(ctx context.Context) error {
 		}
 		return err
 	}
+	repoNS := r.gitRepoNamespaces(ctx)
 	for i := range list.Items {
 		ns := &list.Items[i]
-		if !WatchedNamespace(ns.Name) && ns.DeletionTimestamp == nil {
+		if !WatchedNamespace(ns.Name) && ns.DeletionTimestamp == nil && !repoNS[ns.Name] {
 			continue
 		}
 		r.ns = append(r.ns, ns.Name)
@@ -457,6 +460,35 @@ func (r *clusterReader) namespaces(ctx context.Context) error {
 	}
 	sort.Strings(r.ns)
 	return nil
+}
+
+// gitRepoNamespaces are the namespaces holding Fleet GitRepos: their gitjob Jobs and pods
+// run there, and a GitRepo may live in any namespace, not only fleet-default and
+// fleet-local. One metadata list; nil when GitRepos are not served or cannot be listed (the
+// list of GitRepos itself then reports it).
+func (r *clusterReader) gitRepoNamespaces(ctx context.Context) map[string]bool {
+	res := gvr("fleet.cattle.io", "v1alpha1", "gitrepos")
+	if !r.served[res] {
+		return nil
+	}
+	out := map[string]bool{}
+	opts := metav1.ListOptions{Limit: r.l.PageSize}
+	for {
+		var l *metav1.PartialObjectMetadataList
+		err := retryRead(ctx, func() (err error) {
+			l, err = r.meta.Resource(res).Namespace("").List(ctx, opts)
+			return err
+		})
+		if err != nil {
+			return out
+		}
+		for i := range l.Items {
+			out[l.Items[i].Namespace] = true
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			return out
+		}
+	}
 }
 
 func (r *clusterReader) emit(obj any, kind, ns, name string) {

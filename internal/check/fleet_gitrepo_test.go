@@ -1,0 +1,80 @@
+package check
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
+	"github.com/rancher/wrangler/v3/pkg/genericcondition"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unstick-dev/unstick/internal/catalog"
+	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/snapshot"
+)
+
+var repoNow = time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC)
+
+func repoAt(h, m int) time.Time { return time.Date(2026, 11, 28, h, m, 0, 0, time.UTC) }
+
+func repoEvent(kind, typ, reason, msg string, first, last time.Time, count int32) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "platform.1", Namespace: "fleet-default"},
+		InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: "fleet-default", Name: "platform"},
+		Type:           typ, Reason: reason, Message: msg, Count: count,
+		FirstTimestamp: metav1.NewTime(first), LastTimestamp: metav1.NewTime(last)}
+}
+
+func testRepo(lastPoll time.Time, conds ...genericcondition.GenericCondition) *fleetv1.GitRepo {
+	g := &fleetv1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "platform", Namespace: "fleet-default"}}
+	g.Spec.Repo = "git@git.example.com:platform/fleet-platform.git"
+	g.Status.Commit = "a1462e4c7539c9bb9003349f7f39da1c98b9ca7c"
+	g.Status.LastPollingTime = metav1.NewTime(lastPoll)
+	g.Status.Conditions = conds
+	return g
+}
+
+// Each way a GitRepo stops taking commits is named by its cause, and a GitRepo that polls,
+// or whose trouble is younger than the polling interval plus the margin, is not reported.
+func TestGitRepoStallCauses(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &Context{Now: repoNow, Thresholds: NewThresholds(cat), Catalog: cat, Snap: &snapshot.Snapshot{}}
+	lim := repoLimits{margin: 10 * time.Minute, churn: 6}
+	hostKey := "ssh: handshake failed: knownhosts: key mismatch"
+	for _, c := range []struct {
+		name   string
+		p      *fleet.RepoPipeline
+		want   string // in the summary; "" for no finding
+		signed string
+	}{
+		{"polls fine", &fleet.RepoPipeline{Repo: testRepo(repoAt(9, 29))}, "", ""},
+		{"host key changed", &fleet.RepoPipeline{Repo: testRepo(repoAt(9, 29), genericcondition.GenericCondition{Type: "GitPolling", Status: "False",
+			Message: hostKey, LastUpdateTime: repoAt(8, 0).Format(time.RFC3339)})}, "polling fails on the SSH host key", "host-key"},
+		{"host key changed a minute ago", &fleet.RepoPipeline{Repo: testRepo(repoAt(9, 29), genericcondition.GenericCondition{Type: "GitPolling", Status: "False",
+			Message: hostKey, LastUpdateTime: repoAt(9, 29).Format(time.RFC3339)})}, "", ""},
+		{"polling stopped, nothing recorded", &fleet.RepoPipeline{Repo: testRepo(repoAt(6, 0))}, "has not polled its repository since 2026-11-28T06:00:00Z", "stale"},
+		{"jobs created and deleted in a loop", &fleet.RepoPipeline{Repo: testRepo(repoAt(9, 29)), Events: []*corev1.Event{
+			repoEvent("GitRepo", "Normal", "Created", "GitJob was created", repoAt(9, 5), repoAt(9, 28), 40)}}, "created and deleted in a loop (40 created", "churn"},
+		{"a missing helm secret", &fleet.RepoPipeline{Repo: testRepo(repoAt(9, 29)), Events: []*corev1.Event{
+			repoEvent("GitRepo", "Warning", "FailedValidatingSecret", `failed to look up helmSecretName, error: secrets "helm-auth" not found`, repoAt(8, 10), repoAt(9, 29), 300)}},
+			"the gitjob Job is not created", "secret"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &snapshot.Cluster{Name: "local"}
+			f, ok := gitRepoStall(ctx, m, c.p, lim)
+			if c.want == "" {
+				if ok {
+					t.Errorf("reported: %s", f.Summary)
+				}
+				return
+			}
+			if !ok || !strings.Contains(f.Summary, c.want) || f.Signature != "gitrepo-not-syncing|"+c.signed {
+				t.Errorf("got %t %q (signature %q), want a finding saying %q, signature %q", ok, f.Summary, f.Signature, c.want, c.signed)
+			}
+		})
+	}
+}
