@@ -243,11 +243,6 @@ func TestRealFleetBundleFailures(t *testing.T) {
 
 	scan := judgeBundleFailures(t, positive, writeBundleExpect(t, positive, msgs))
 	judgeBundlesHealthy(t, healthy, writeBundleExpect(t, healthy, nil))
-	if d, err := r.down.Client.AppsV1().Deployments("shop").Get(t.Context(), "shop-api", metav1.GetOptions{}); err == nil {
-		for _, m := range d.ManagedFields {
-			t.Logf("shop-api field manager %q (%s)", m.Manager, m.Operation)
-		}
-	}
 	takeWaysOut(t, r, scan, []string{"shop", "billing", "orders", "storefront"})
 	t.Logf("wall time %s", time.Since(began).Round(time.Second))
 }
@@ -480,6 +475,8 @@ func writeBundleExpect(t *testing.T, dir string, msgs map[string]string) string 
 		"kube-apiserver, kube-controller-manager and kube-scheduler v1.37.2, KWOK v0.8.0 standing in for the kubelets. Regenerate with\n" +
 		"`UNSTICK_COLLECT_REAL=1 go test ./internal/e2e -run TestRealFleetBundleFailures -count=1 -timeout 30m`.\n\n" + what + "\n"
 	if msgs != nil {
+		readme += "\nThe test then runs the next step unstick prints for shop, billing, orders and storefront with kubectl and fails\n" +
+			"unless the real agent deploys each bundle after it.\n"
 		readme += "\nThe messages the real controllers wrote (BundleDeployment status and Helm release records):\n"
 		for _, name := range sortedKeys(msgs) {
 			readme += "\n## " + name + "\n\n```\n" + msgs[name] + "\n```\n"
