@@ -28,6 +28,11 @@ type quoted struct {
 	// ns is the namespace of the object the quote is about, when the quote says it: Fleet
 	// names the resource it summarises ("deployment.apps shop/storefront [progressing,error] …").
 	ns string
+	// bundle and fleetNS name the Fleet bundle that deploys what failed, when one does: the
+	// bundle must be deployed again once the cause is gone.
+	bundle, fleetNS string
+	// releaseNS is the namespace of the Helm release whose apply failed, when known.
+	releaseNS string
 }
 
 // evidence is the quote as a finding shows it: the message, where it was read.
@@ -65,7 +70,9 @@ func bdQuotes(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *snapshot.Bun
 	target, fleetRef := bdTarget(ctx, ix, m, bd)
 	bundle := fleet.BundleName(bd)
 	base := quoted{on: m, target: ctx.Snap.Cluster(target), affects: target,
-		subject: fmt.Sprintf("bundle %s on cluster %s", bundle, target), keys: []string{BundleKey(fleetRef, bundle)}}
+		subject: fmt.Sprintf("bundle %s on cluster %s", bundle, target), keys: []string{BundleKey(fleetRef, bundle)},
+		bundle: bundle, fleetNS: bd.Labels.Get(fleet.LabelBundleNamespace)}
+	base.releaseNS = releaseNamespace(base.target, bdRelease(bd))
 	if fleet.IsAgentBundle(bundle) {
 		base.keys = append(base.keys, AgentKey(fleetRef))
 	}
@@ -113,13 +120,18 @@ func releaseQuote(ctx *Context, c *snapshot.Cluster, r *helmrelease.Release) (qu
 	if r.Description == "" || !(r.Status == helmrelease.StatusFailed || r.IsPending()) {
 		return quoted{}, false
 	}
-	return quoted{
+	q := quoted{
 		on: c, target: c, affects: c.Name,
-		subject: fmt.Sprintf("Helm release %s/%s revision %d", r.Namespace, r.Name, r.Revision),
-		source:  sourceOf(c, ref("v1", "Secret", r.Namespace, r.SecretName)) + " info.description",
-		msg:     r.Description,
-		keys:    releaseKeys(ctx.Snap, c, r),
-	}, true
+		subject:   fmt.Sprintf("Helm release %s/%s revision %d", r.Namespace, r.Name, r.Revision),
+		source:    sourceOf(c, ref("v1", "Secret", r.Namespace, r.SecretName)) + " info.description",
+		msg:       r.Description,
+		keys:      releaseKeys(ctx.Snap, c, r),
+		releaseNS: r.Namespace,
+	}
+	if bd := bundleDeploymentFor(ctx, c, r.Name); bd != nil {
+		q.bundle, q.fleetNS = fleet.BundleName(bd), bd.Labels.Get(fleet.LabelBundleNamespace)
+	}
+	return q, true
 }
 
 // quotedMissingKinds are the kinds a quoted message says are not served, of groups a CRD
@@ -160,4 +172,12 @@ func guessPlural(kind string) string {
 		return strings.TrimSuffix(s, "y") + "ies"
 	}
 	return s + "s"
+}
+
+// bdRelease is the name of the Helm release a BundleDeployment deploys.
+func bdRelease(bd *snapshot.BundleDeployment) string {
+	if bd.Spec.Options.Helm != nil && bd.Spec.Options.Helm.ReleaseName != "" {
+		return bd.Spec.Options.Helm.ReleaseName
+	}
+	return fleet.BundleName(bd)
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,21 +22,59 @@ var quotedAdmission = Check{
 	Emits: []string{"workload/admission-denied", "workload/quota-exceeded"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
-		seen := map[string]bool{}
 		for _, q := range quotedMessages(ctx) {
 			f, ok := quotedRefusal(ctx, q)
 			if !ok {
 				continue
 			}
-			k := f.ID + "|" + f.Cluster + "|" + f.Object.String() + "|" + f.Affects + "|" + strings.Join(q.keys, ",")
-			if seen[k] {
+			if i := sameRefusal(out, f); i >= 0 {
+				mergeQuote(&out[i], f)
 				continue
 			}
-			seen[k] = true
 			out = append(out, f)
 		}
 		return out, nil
 	},
+}
+
+// sameRefusal is the index of the finding in fs that reports the same refusal as f for the
+// same failure — a bundle's BundleDeployment and the Helm release it deploys quote one
+// error, and share the bundle's key — or -1. The webhook's own key, which every refusal by
+// that webhook carries, does not make two bundles' failures one.
+func sameRefusal(fs []finding.Finding, f finding.Finding) int {
+	for i, g := range fs {
+		if g.ID == f.ID && g.Cluster == f.Cluster && g.Object == f.Object && g.Affects == f.Affects && shareKey(g.Keys, f.Keys) {
+			return i
+		}
+	}
+	return -1
+}
+
+func shareKey(a, b []string) bool {
+	for _, k := range a {
+		if !strings.HasPrefix(k, "webhook:") && slices.Contains(b, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeQuote adds f's quote and keys to g, the finding already made for the same refusal;
+// the lower severity wins (one quote may know the release it refused is the webhook's own).
+func mergeQuote(g *finding.Finding, f finding.Finding) {
+	if f.Severity < g.Severity {
+		g.Severity, g.Summary = f.Severity, f.Summary
+	}
+	for _, k := range f.Keys {
+		if !slices.Contains(g.Keys, k) {
+			g.Keys = append(g.Keys, k)
+		}
+	}
+	for _, e := range f.Evidence {
+		if !slices.Contains(g.Evidence, e) {
+			g.Evidence = append(g.Evidence, e)
+		}
+	}
 }
 
 func quotedRefusal(ctx *Context, q quoted) (finding.Finding, bool) {
@@ -72,7 +111,53 @@ func webhookFinding(ctx *Context, q quoted, w messages.WebhookFailure) finding.F
 		f.Vars["webhook"] = cfg.Name
 	}
 	f.Signature = "admission-denied|" + w.Webhook
+	if ownWebhook(q, w) {
+		// The release's own webhook, not yet serving while the release upgrades (cert-manager's
+		// upgrade timing out on webhook.cert-manager.io): the failed release is what to act on,
+		// so this is a warning and the release stays the root cause.
+		f.Severity = finding.Warning
+		f.Summary += " (the release's own webhook)"
+	}
+	if w.ServiceMissing && cfg != nil {
+		orphanedWebhookSteps(&f, q, w, cfg)
+	}
 	return f
+}
+
+// ownWebhook says the webhook is served from the namespace of the release whose apply it
+// refused: one the release itself installs. Another component's webhook — an admission
+// controller, a policy engine, one left behind by an uninstall — is the cause of the failure.
+func ownWebhook(q quoted, w messages.WebhookFailure) bool {
+	return w.ServiceNamespace != "" && w.ServiceNamespace == q.releaseNS
+}
+
+// orphanedWebhookSteps replaces the guided step of a webhook whose Service does not exist —
+// what an uninstall that removed the Service but left the cluster-scoped configuration
+// behind leaves (ingress-nginx, cert-manager, Rancher's webhook) — with its ways out: bring
+// the Service back by reinstalling what served it, or save and delete the configuration;
+// then deploy the bundle that failed again.
+func orphanedWebhookSteps(f *finding.Finding, q quoted, w messages.WebhookFailure, cfg *snapshot.Unstructured) {
+	kind := strings.ToLower(cfg.Kind)
+	saved := kind + "-" + cfg.Name + ".saved.yaml"
+	cmds := []string{
+		fmt.Sprintf("kubectl get %s %s -o yaml > %s", kind, cfg.Name, saved),
+		fmt.Sprintf("kubectl delete %s %s", kind, cfg.Name),
+	}
+	sync := ""
+	if q.bundle != "" && q.fleetNS != "" {
+		cmds = append(cmds, forceSyncBundle)
+		sync = ", then deploy the bundle again"
+		f.Vars["bundle"], f.Vars["fleet-namespace"] = q.bundle, q.fleetNS
+	}
+	var kept []finding.Step
+	for _, st := range f.Remediation {
+		if st.Rung == "observe" {
+			kept = append(kept, st)
+		}
+	}
+	f.Remediation = append(kept, finding.Step{Rung: "realign", Risk: "high", Commands: cmds, Action: fmt.Sprintf(
+		"The Service %s/%s behind webhook %q does not exist, so the API server refuses every request the webhook matches. If what served it was uninstalled, save %s %s to %s and delete it%s; if it is being installed again, let that finish instead (deleting the configuration turns its validation off until then).",
+		w.ServiceNamespace, w.Service, w.Webhook, cfg.Kind, cfg.Name, saved, sync)})
 }
 
 // webhookWhat says what went wrong with the webhook, in the words a user acts on.

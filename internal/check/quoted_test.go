@@ -19,22 +19,24 @@ func TestRefusedApplyOffersItsWayOut(t *testing.T) {
 		alsoRung       string   // another rung the ladder must offer ("" for none)
 	}{
 		{
+			// A field kubectl-create set to another value stays in conflict after adoption (seen on
+			// the test bed): deleting the object is the step that clears it.
 			scenario: "helm/quoted-ssa-conflict-positive", root: "helm/release-failed",
 			next: []string{
-				"kubectl --context shop-eu-1 -n shop label configmap shop-config app.kubernetes.io/managed-by=Helm --overwrite",
-				"kubectl --context shop-eu-1 -n shop annotate configmap shop-config meta.helm.sh/release-name=shop-app meta.helm.sh/release-namespace=shop --overwrite",
+				"kubectl --context shop-eu-1 -n shop get configmap shop-config -o yaml > configmap-shop-config.saved.yaml",
+				"kubectl --context shop-eu-1 -n shop delete configmap shop-config",
 				`kubectl --context local -n fleet-default patch bundles.fleet.cattle.io shop-app --type merge -p '{"spec":{"forceSyncGeneration":3}}'`,
 			},
-			alsoRung: "kubectl --context shop-eu-1 -n shop delete configmap shop-config",
+			alsoRung: "kubectl --context shop-eu-1 -n shop annotate configmap shop-config meta.helm.sh/release-name=shop-app meta.helm.sh/release-namespace=shop --overwrite",
 		},
 		{
 			scenario: "fleet/quoted-install-refused-positive", root: "fleet/bundle-err-applied",
 			next: []string{
-				"kubectl --context shop-eu-1 -n shop label configmap shop-config app.kubernetes.io/managed-by=Helm --overwrite",
-				"kubectl --context shop-eu-1 -n shop annotate configmap shop-config meta.helm.sh/release-name=shop-app meta.helm.sh/release-namespace=shop --overwrite",
+				"kubectl --context shop-eu-1 -n shop get configmap shop-config -o yaml > configmap-shop-config.saved.yaml",
+				"kubectl --context shop-eu-1 -n shop delete configmap shop-config",
 				`kubectl --context local -n fleet-default patch bundles.fleet.cattle.io shop-app --type merge -p '{"spec":{"forceSyncGeneration":3}}'`,
 			},
-			alsoRung: "kubectl --context shop-eu-1 -n shop get configmap shop-config -o yaml > configmap-shop-config.saved.yaml",
+			alsoRung: "kubectl --context shop-eu-1 -n shop label configmap shop-config app.kubernetes.io/managed-by=Helm --overwrite",
 		},
 		{
 			scenario: "fleet/quoted-immutable-field-positive", root: "fleet/bundle-err-applied",

@@ -22,6 +22,7 @@ import (
 type refusal struct {
 	kind, group, name, namespace string   // the refused object
 	owner                        string   // who holds it: another release, a field manager, or ""
+	ownerRelease                 bool     // another Helm release's annotations name it
 	release, releaseNS           string   // the release that wanted it, when the message says
 	fields                       []string // the fields in question
 	immutable                    bool
@@ -33,7 +34,7 @@ func parseRefusal(msg string) (refusal, bool) {
 	if o, ok := messages.ParseOwnership(msg); ok && o.Name != "" {
 		r := refusal{kind: o.Kind, name: o.Name, namespace: o.Namespace, release: o.Release, releaseNS: o.ReleaseNamespace, msg: msg}
 		if o.OwnerRelease != "" {
-			r.owner = "Helm release " + qualified(o.OwnerNamespace, o.OwnerRelease)
+			r.owner, r.ownerRelease = "Helm release "+qualified(o.OwnerNamespace, o.OwnerRelease), true
 		}
 		return r, true
 	}
@@ -108,8 +109,8 @@ func (r refusal) nsFlag() string {
 	return "-n " + r.namespace + " "
 }
 
-// steps are the ways out: adopt the object into the release or save and delete it, each
-// followed by forceSync (the command that makes Fleet apply again, or "" for a plain Helm
+// steps are the ways out: save and delete the object, or adopt it into the release (first
+// when another release holds it), each followed by forceSync (the command that makes Fleet apply again, or "" for a plain Helm
 // release); for an immutable field, delete and re-create, or Fleet's helm.force.
 func (r refusal) steps(forceSync string) []finding.Step {
 	obj := r.kubectlKind() + " " + r.name
@@ -129,14 +130,39 @@ func (r refusal) steps(forceSync string) []finding.Step {
 		fmt.Sprintf("kubectl %slabel %s app.kubernetes.io/managed-by=Helm --overwrite", r.nsFlag(), obj),
 		fmt.Sprintf("kubectl %sannotate %s meta.helm.sh/release-name=<release> meta.helm.sh/release-namespace=<release-namespace> --overwrite", r.nsFlag(), obj),
 	}
-	return []finding.Step{
-		{Rung: "repair", Risk: "medium", Commands: withSync(adopt, forceSync), Action: fmt.Sprintf(
-			"Adopt %s %s into the release: give it Helm's ownership label and annotations so the next apply takes it over%s.",
-			r.kind, qualified(r.namespace, r.name), thenSync(forceSync))},
-		{Rung: "realign", Risk: "high", Commands: withSync(save, forceSync), Action: fmt.Sprintf(
-			"Or save %s %s to %s and delete it, so the release creates it afresh%s; until then whatever reads it finds it gone.",
-			r.kind, qualified(r.namespace, r.name), saved, thenSync(forceSync))},
+	adoptStep := finding.Step{Rung: "repair", Risk: "medium", Commands: withSync(adopt, forceSync), Action: fmt.Sprintf(
+		"Adopt %s %s into the release: give it Helm's ownership label and annotations%s. %s",
+		r.kind, qualified(r.namespace, r.name), thenSync(forceSync), r.adoptLimit())}
+	saveStep := finding.Step{Rung: "realign", Risk: "high", Commands: withSync(save, forceSync), Action: fmt.Sprintf(
+		"Save %s %s to %s and delete it, so the release creates it afresh with the chart's values%s; until then whatever reads it finds it gone. %s",
+		r.kind, qualified(r.namespace, r.name), saved, thenSync(forceSync), lostOnDelete(r.kind))}
+	if r.ownerRelease {
+		return []finding.Step{adoptStep, saveStep}
 	}
+	return []finding.Step{saveStep, adoptStep}
+}
+
+// adoptLimit says when adopting is enough. Helm 4 applies server-side without forcing
+// conflicts (Fleet sets no ForceConflicts), and a field another manager set keeps that
+// manager as long as the value does not change hands: on the test bed with Fleet v0.16.0 the
+// retry after the label and annotations failed with "conflict with \"kubectl-create\"" on
+// every field whose value differed from the chart's (and, with metadata.managedFields
+// cleared, "conflict with \"before-first-apply\""). An object another release applied with the
+// same field manager (Helm 4 names it after the program: "fleetagent", "helm") moves over.
+func (r refusal) adoptLimit() string {
+	if r.ownerRelease {
+		return "Its fields were applied by the other release's field manager: when that is this release's too (both deployed by Fleet's agent, or both by the Helm CLI), the next apply takes them over; otherwise delete it instead (the next step)."
+	}
+	return fmt.Sprintf("That is enough only where the live values already equal the chart's: a field %s set to another value stays in conflict, so delete the object instead (the step above) unless they match.", r.holder())
+}
+
+// holder names who holds the object's fields: the field managers of a conflict, the release
+// named in its annotations, or whoever created it.
+func (r refusal) holder() string {
+	if r.owner != "" {
+		return r.owner
+	}
+	return "whoever created it"
 }
 
 func withSync(cmds []string, forceSync string) []string {

@@ -63,6 +63,10 @@ func template(p string) []redact.Rule {
 	return append(redact.Keep(p+".metadata.labels"), podSpec(p+".spec")...)
 }
 
+var webhookConfiguration = [][]redact.Rule{redact.Keep(
+	"webhooks[].name", "webhooks[].clientConfig.service", "webhooks[].rules", "webhooks[].failurePolicy",
+	"webhooks[].namespaceSelector", "webhooks[].objectSelector", "webhooks[].timeoutSeconds")}
+
 // fields is the allowlist, keyed by group/Kind ("" group for core).
 var fields = map[string][][]redact.Rule{
 	"/Pod": {podSpec("spec"), redact.KeepText("status")},
@@ -179,6 +183,10 @@ var fields = map[string][][]redact.Rule{
 			"snapshotFile.status", "snapshotFile.size"),
 		redact.KeepText("spec.snapshotName", "spec.nodeName", "spec.location", "snapshotFile.location", "snapshotFile.message", "status"),
 	},
+	// Admission webhook configurations: which webhook a refusal names, the Service it is
+	// served by and what it matches (workload/admission-denied); not the CA bundle or a URL.
+	"admissionregistration.k8s.io/ValidatingWebhookConfiguration": webhookConfiguration,
+	"admissionregistration.k8s.io/MutatingWebhookConfiguration":   webhookConfiguration,
 	"policy/PodDisruptionBudget": {
 		redact.Keep("spec.minAvailable", "spec.maxUnavailable", "spec.selector", "spec.unhealthyPodEvictionPolicy"),
 		redact.KeepText("status"),
