@@ -46,6 +46,8 @@ type serveOptions struct {
 	maxConns int
 	// logReads bounds the container logs read at once (serve.Options.LogReads).
 	logReads int
+	shardFlags
+	shard serve.Shard
 }
 
 func newServeCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -121,6 +123,7 @@ the Helm chart sets it from the memory limit).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.kubeUsed = o.kube.used(cmd.Flags())
 			o.refreshSet = cmd.Flags().Changed("rancher-refresh")
+			o.shardsSet = cmd.Flags().Changed("shards")
 			if err := o.complete(); err != nil {
 				return err
 			}
@@ -140,6 +143,8 @@ the Helm chart sets it from the memory limit).`,
 	f.StringVar(&o.clusterName, "cluster-name", "in-cluster", "in a pod without a kubeconfig: the name of this cluster in metrics and reports")
 	f.StringVar(&o.authn, "authn", "auto", "auto, on or off: require a Kubernetes bearer token allowed to get the path under /unstick (TokenReview and SubjectAccessReview) for the dashboard, /api/v1/findings and /metrics; auto: on in a pod")
 	f.IntVar(&o.maxConns, "max-connections", serve.DefaultLimits().MaxConns, "serve at most this many connections at once; more wait until one closes")
+	f.StringVar(&o.shardFlags.shard, "shard", "", "judge only replica i's part of the clusters, of N replicas sharing them (i/N, i from 0; default: a StatefulSet pod's ordinal when --shards or $"+ShardsEnv+" is above 1)")
+	f.IntVar(&o.shards, "shards", 1, "how many serve replicas share the clusters (default $"+ShardsEnv+", else 1); without --shard, this replica's is the ordinal ending its hostname")
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
 	_ = cmd.RegisterFlagCompletionFunc("authn", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
@@ -167,6 +172,10 @@ func (o *serveOptions) complete() error {
 	}
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return usageErrorf("--listen %q: %v", o.listen, err)
+	}
+	var err error
+	if o.shard, err = o.shardFlags.resolve(os.Getenv, os.Hostname); err != nil {
+		return err
 	}
 	return o.kube.validate()
 }
@@ -199,7 +208,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	hs, httpErr, err := o.startHTTP(srv.Handler(), len(targets), opts.Auth != nil)
+	hs, httpErr, err := o.startHTTP(srv.Handler(), plural.Of(len(targets), "cluster")+srv.ShardNote(), opts.Auth != nil)
 	if err != nil {
 		return err
 	}
@@ -242,6 +251,7 @@ func (o *serveOptions) serveOptions(targets []source.Target) (serve.Options, err
 		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
 		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
 		Now: o.judge.nowTime, FailOn: o.judge.failSev, AllowIncomplete: o.judge.allowIncomplete, LogReads: o.logReads, LogLines: o.kube.logLines,
+		Shard: o.shard,
 	}
 	if o.kube.rancher.on || o.kube.rancher.url != "" {
 		// The same discovery as at start; each change of the list is one line on stderr,
@@ -256,7 +266,7 @@ func (o *serveOptions) serveOptions(targets []source.Target) (serve.Options, err
 
 // startHTTP serves h on --listen with serve's limits (timeouts, header size, connections)
 // and, on a loopback address, its Host check, and says where on stderr.
-func (o *serveOptions) startHTTP(h http.Handler, clusters int, guarded bool) (*http.Server, <-chan error, error) {
+func (o *serveOptions) startHTTP(h http.Handler, clusters string, guarded bool) (*http.Server, <-chan error, error) {
 	limits := serve.DefaultLimits()
 	limits.MaxConns = o.maxConns
 	ln, err := net.Listen("tcp", o.listen)
@@ -270,7 +280,7 @@ func (o *serveOptions) startHTTP(h http.Handler, clusters int, guarded bool) (*h
 	if guarded {
 		note = " (bearer token required, --authn)"
 	}
-	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/%s\n", o.g.displayName, plural.Of(clusters, "cluster"), ln.Addr(), note)
+	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/%s\n", o.g.displayName, clusters, ln.Addr(), note)
 	return hs, httpErr, nil
 }
 

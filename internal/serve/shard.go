@@ -165,3 +165,15 @@ func (f *fleetMap) sizes() []int {
 	}
 	return out
 }
+
+// ShardNote says, for serve's start line, which part of the listed clusters this replica
+// judges; empty when serve is not sharded.
+func (s *Server) ShardNote() string {
+	s.wmu.Lock()
+	f := s.fleet
+	s.wmu.Unlock()
+	if !f.shard.sharded() {
+		return ""
+	}
+	return fmt.Sprintf(" (shard %s judges %d of them)", f.shard, f.sizes()[f.shard.Index])
+}
