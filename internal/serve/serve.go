@@ -310,6 +310,7 @@ func (s *Server) evaluate() {
 	if listErr != nil {
 		b.Error(*listErr)
 	}
+	fleet.declareOthers(b)
 	snap := b.Build()
 	rep := judge.Judge(snap, judge.Options{Now: s.o.Now, Wallclock: wall, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog, Config: s.o.Config, FailOn: s.o.FailOn}).Report
 	ownReport(rep, fleet, s.o.FailOn)

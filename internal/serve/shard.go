@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/source"
 )
 
@@ -113,6 +114,8 @@ type fleetMap struct {
 	ids map[string]string
 	// order is the report names in list order, for stable series.
 	order []string
+	// others are the listed clusters other replicas watch (declareOthers).
+	others []source.Target
 }
 
 func newFleetMap(shard Shard, ts []source.Target) *fleetMap {
@@ -149,12 +152,25 @@ func (f *fleetMap) watch(ts []source.Target) []source.Target {
 		return ts
 	}
 	var out []source.Target
+	f.others = nil
 	for _, t := range ts {
 		if watchedByAll(t) || f.owns(t.Name) {
 			out = append(out, t)
+		} else {
+			f.others = append(f.others, t)
 		}
 	}
 	return out
+}
+
+// declareOthers puts the clusters other replicas watch in the snapshot, with no objects:
+// the checks then see the cluster set one serve would see, and a finding read on the
+// management cluster about one of them names it (and is left to its replica) rather than
+// being taken for the management cluster's own (an imported cluster's stuck upgrade).
+func (f *fleetMap) declareOthers(b *snapshot.Builder) {
+	for _, t := range f.others {
+		b.DeclareCluster(t.Info())
+	}
 }
 
 // sizes counts the listed clusters each replica holds.
