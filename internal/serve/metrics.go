@@ -179,10 +179,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // takes them from the report (report.StatusOf), none derives its own.
 func (m *metrics) collectVerdict(st *state, gauge func(*prometheus.Desc, float64, ...string)) {
 	rep := st.report
-	for _, c := range statusClusters(rep) {
-		if st.fleet != nil && !st.fleet.owns(c) {
-			continue // another replica's: it exports the status
-		}
+	for _, c := range statusClusters(rep, st.fleet) {
 		status, _ := rep.StatusOf(c)
 		gauge(m.status, 1, c, status)
 	}
@@ -196,12 +193,13 @@ func (m *metrics) collectVerdict(st *state, gauge func(*prometheus.Desc, float64
 }
 
 // statusClusters are the clusters a status is shown for: every cluster read, and every
-// cluster an incident affects (a downstream cluster known only to its management cluster).
-func statusClusters(rep *report.Report) []string {
+// cluster an incident affects (a downstream cluster known only to its management cluster);
+// of a sharded replica, those of its shard (another replica shows the others').
+func statusClusters(rep *report.Report, f *fleetMap) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(c string) {
-		if c != "" && !seen[c] {
+		if c != "" && !seen[c] && f.owns(c) {
 			seen[c] = true
 			out = append(out, c)
 		}

@@ -140,9 +140,10 @@ func (f *fleetMap) shardOf(name string) int {
 }
 
 // owns says whether this replica judges and exports the cluster a report calls name. The
-// fleet-wide series (a failed cluster list) have no cluster: every replica exports them.
+// fleet-wide series (a failed cluster list) have no cluster: every replica exports them. A
+// nil map (an evaluation not made by a Server) owns everything.
 func (f *fleetMap) owns(name string) bool {
-	return !f.shard.sharded() || name == "" || f.shardOf(name) == f.shard.Index
+	return f == nil || !f.shard.sharded() || name == "" || f.shardOf(name) == f.shard.Index
 }
 
 // watch is the part of ts this replica watches: its own clusters and those every replica
@@ -180,6 +181,16 @@ func (f *fleetMap) sizes() []int {
 		out[f.shardOf(name)]++
 	}
 	return out
+}
+
+// describe says, for the dashboard, which part of the fleet this replica shows; empty when
+// serve is not sharded (or f is nil).
+func (f *fleetMap) describe() string {
+	if f == nil || !f.shard.sharded() {
+		return ""
+	}
+	return fmt.Sprintf("shard %s: %d of the %d listed clusters; the other replicas show the rest, Prometheus the whole fleet (unstick:clusters:by_status)",
+		f.shard, f.sizes()[f.shard.Index], len(f.order))
 }
 
 // ShardNote says, for serve's start line, which part of the listed clusters this replica

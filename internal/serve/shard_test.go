@@ -1,12 +1,18 @@
 package serve
 
 import (
+	"context"
 	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/unstick-dev/unstick/internal/catalog"
+	"github.com/unstick-dev/unstick/internal/check"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/judge"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/source"
 )
@@ -175,5 +181,47 @@ func TestOwnReportKeepsOwnClusters(t *testing.T) {
 	}
 	if rep.Verdict != report.VerdictIncomplete {
 		t.Errorf("verdict %q, want %q (the list failed; the finding about %s is another replica's)", rep.Verdict, report.VerdictIncomplete, theirs)
+	}
+}
+
+// A sharded replica's dashboard shows its own clusters and says which shard it is and where
+// the rest of the fleet is; the example bundle is judged whole, then narrowed as serve does.
+func TestDashboardShowsItsShard(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := (&source.Offline{Path: "../../examples/fleet-upgrade-stuck"}).Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []source.Target
+	for _, c := range snap.Clusters {
+		ts = append(ts, source.Target{Name: c.Name})
+	}
+	f := newFleetMap(Shard{1, 3}, ts)
+	rep := judge.Judge(snap, judge.Options{Thresholds: check.NewThresholds(cat), Catalog: cat}).Report
+	ownReport(rep, f, finding.Error)
+	s := &Server{o: Options{Version: "test"}, last: &state{report: rep, fleet: f}}
+	p := s.page()
+	want := fmt.Sprintf("shard 1/3: %d of the %d listed clusters", f.sizes()[1], len(ts))
+	if !strings.HasPrefix(p.Shard, want) {
+		t.Errorf("dashboard shard line %q, want it to start %q", p.Shard, want)
+	}
+	if len(p.Clusters) != f.sizes()[1] {
+		t.Errorf("%d cluster rows, want shard 1's %d", len(p.Clusters), f.sizes()[1])
+	}
+	for _, c := range p.Clusters {
+		if !f.owns(c.Name) {
+			t.Errorf("row for %s, another shard's", c.Name)
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.dashboard(rec, httptest.NewRequest("GET", "/", nil))
+	if !strings.Contains(rec.Body.String(), want) {
+		t.Error("the rendered dashboard does not name its shard")
+	}
+	if (&fleetMap{shard: Shard{}}).describe() != "" {
+		t.Error("an unsharded serve's dashboard names a shard")
 	}
 }
