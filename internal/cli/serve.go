@@ -85,6 +85,13 @@ its series go, each change said in one line on stderr. A list that fails (Ranche
 token revoked) keeps the clusters of the last list and is reported under errors, and as
 unstick_scan_errors without a cluster label, until a list answers again.
 
+Sharded: with --shard i/N (or --shards N / $UNSTICK_SHARDS, and the ordinal ending a
+StatefulSet pod's hostname), N replicas share the clusters, each judging those whose Rancher
+cluster ID hashes to it (rendezvous hashing: adding a replica moves about 1/N of them) and
+exporting only their series; every replica reads Rancher's management cluster and exports
+unstick_shard_info, unstick_shard_clusters and unstick_cluster_shard, so the alert rules name
+a shard whose replica is gone and count its clusters stale, not healthy.
+
 Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unstick.
 In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
 --cluster-name.
