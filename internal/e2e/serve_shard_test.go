@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // metricSample is one line of a Prometheus text exposition.
@@ -86,12 +87,18 @@ func sortedKeys[V any](m map[string]V) []string {
 // unstick:clusters:stale).
 func serveShardedThroughRancher(t *testing.T, ops string) {
 	single, _ := runServe(t, "--kubeconfig", ops, "--rancher", "--now", now)
-	addrs, stops := make([]string, 3), make([]func(), 3)
+	addrs, stops, said := make([]string, 3), make([]func(), 3), make([]*syncBuffer, 3)
 	for i := range addrs {
-		var errOut *syncBuffer
-		addrs[i], errOut, stops[i] = runServeStoppable(t, "--kubeconfig", ops, "--rancher", "--now", now, "--shard", fmt.Sprintf("%d/3", i))
-		if want := fmt.Sprintf("(shard %d/3 judges ", i); !strings.Contains(errOut.String(), want) {
-			t.Errorf("replica %d's start line does not say %q:\n%s", i, want, errOut.String())
+		// The list is read again every 300ms: each refresh splits it again, the same way.
+		addrs[i], said[i], stops[i] = runServeStoppable(t, "--kubeconfig", ops, "--rancher", "--now", now, "--rancher-refresh", "300ms", "--shard", fmt.Sprintf("%d/3", i))
+		if want := fmt.Sprintf("(shard %d/3 judges ", i); !strings.Contains(said[i].String(), want) {
+			t.Errorf("replica %d's start line does not say %q:\n%s", i, want, said[i].String())
+		}
+	}
+	time.Sleep(time.Second)
+	for i, s := range said {
+		if out := s.String(); strings.Contains(out, " added; ") || strings.Contains(out, " removed; ") {
+			t.Errorf("replica %d's watched clusters changed while Rancher's list did not:\n%s", i, out)
 		}
 	}
 	whole := scrape(t, single)
