@@ -46,6 +46,8 @@ type serveOptions struct {
 	maxConns int
 	// logReads bounds the container logs read at once (serve.Options.LogReads).
 	logReads int
+	shardFlags
+	shard serve.Shard
 }
 
 func newServeCmd(s Streams, g *globalOptions) *cobra.Command {
@@ -82,6 +84,13 @@ a cluster added to Rancher is watched from then on, one deleted from it stops be
 its series go, each change said in one line on stderr. A list that fails (Rancher down, the
 token revoked) keeps the clusters of the last list and is reported under errors, and as
 unstick_scan_errors without a cluster label, until a list answers again.
+
+Sharded: with --shard i/N (or --shards N / $UNSTICK_SHARDS, and the ordinal ending a
+StatefulSet pod's hostname), N replicas share the clusters, each judging those whose Rancher
+cluster ID hashes to it (rendezvous hashing: adding a replica moves about 1/N of them) and
+exporting only their series; every replica reads Rancher's management cluster and exports
+unstick_shard_info, unstick_shard_clusters and unstick_cluster_shard, so the alert rules name
+a shard whose replica is gone and count its clusters stale, not healthy.
 
 Alert rules: deploy/prometheus/unstick-rules.yaml; Helm chart: deploy/chart/unstick.
 In a pod without a kubeconfig, the pod's ServiceAccount is used and the cluster is named
@@ -121,6 +130,7 @@ the Helm chart sets it from the memory limit).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.kubeUsed = o.kube.used(cmd.Flags())
 			o.refreshSet = cmd.Flags().Changed("rancher-refresh")
+			o.shardsSet = cmd.Flags().Changed("shards")
 			if err := o.complete(); err != nil {
 				return err
 			}
@@ -140,6 +150,8 @@ the Helm chart sets it from the memory limit).`,
 	f.StringVar(&o.clusterName, "cluster-name", "in-cluster", "in a pod without a kubeconfig: the name of this cluster in metrics and reports")
 	f.StringVar(&o.authn, "authn", "auto", "auto, on or off: require a Kubernetes bearer token allowed to get the path under /unstick (TokenReview and SubjectAccessReview) for the dashboard, /api/v1/findings and /metrics; auto: on in a pod")
 	f.IntVar(&o.maxConns, "max-connections", serve.DefaultLimits().MaxConns, "serve at most this many connections at once; more wait until one closes")
+	f.StringVar(&o.shardFlags.shard, "shard", "", "judge only replica i's part of the clusters, of N replicas sharing them (i/N, i from 0; default: a StatefulSet pod's ordinal when --shards or $"+ShardsEnv+" is above 1)")
+	f.IntVar(&o.shards, "shards", 1, "how many serve replicas share the clusters (default $"+ShardsEnv+", else 1); without --shard, this replica's is the ordinal ending its hostname")
 	o.kube.addFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("catalog", yamlFiles)
 	_ = cmd.RegisterFlagCompletionFunc("authn", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
@@ -167,6 +179,10 @@ func (o *serveOptions) complete() error {
 	}
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return usageErrorf("--listen %q: %v", o.listen, err)
+	}
+	var err error
+	if o.shard, err = o.shardFlags.resolve(os.Getenv, os.Hostname); err != nil {
+		return err
 	}
 	return o.kube.validate()
 }
@@ -199,7 +215,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	hs, httpErr, err := o.startHTTP(srv.Handler(), len(targets), opts.Auth != nil)
+	hs, httpErr, err := o.startHTTP(srv.Handler(), plural.Of(len(targets), "cluster")+srv.ShardNote(), opts.Auth != nil)
 	if err != nil {
 		return err
 	}
@@ -242,6 +258,7 @@ func (o *serveOptions) serveOptions(targets []source.Target) (serve.Options, err
 		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
 		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
 		Now: o.judge.nowTime, FailOn: o.judge.failSev, AllowIncomplete: o.judge.allowIncomplete, LogReads: o.logReads, LogLines: o.kube.logLines,
+		Shard: o.shard,
 	}
 	if o.kube.rancher.on || o.kube.rancher.url != "" {
 		// The same discovery as at start; each change of the list is one line on stderr,
@@ -256,7 +273,7 @@ func (o *serveOptions) serveOptions(targets []source.Target) (serve.Options, err
 
 // startHTTP serves h on --listen with serve's limits (timeouts, header size, connections)
 // and, on a loopback address, its Host check, and says where on stderr.
-func (o *serveOptions) startHTTP(h http.Handler, clusters int, guarded bool) (*http.Server, <-chan error, error) {
+func (o *serveOptions) startHTTP(h http.Handler, clusters string, guarded bool) (*http.Server, <-chan error, error) {
 	limits := serve.DefaultLimits()
 	limits.MaxConns = o.maxConns
 	ln, err := net.Listen("tcp", o.listen)
@@ -270,7 +287,7 @@ func (o *serveOptions) startHTTP(h http.Handler, clusters int, guarded bool) (*h
 	if guarded {
 		note = " (bearer token required, --authn)"
 	}
-	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/%s\n", o.g.displayName, plural.Of(clusters, "cluster"), ln.Addr(), note)
+	fmt.Fprintf(o.s.ErrOut, "%s serve: watching %s; dashboard on http://%s/%s\n", o.g.displayName, clusters, ln.Addr(), note)
 	return hs, httpErr, nil
 }
 

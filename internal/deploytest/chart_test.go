@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -192,6 +193,12 @@ func TestChartDryRunApply(t *testing.T) {
 	applied := dryRunApply(t, env, ns, objs)
 	if len(applied) != chartObjects {
 		t.Errorf("applied %v", applied)
+	}
+	// Three replicas sharing a Rancher's clusters: a StatefulSet and its headless Service
+	// instead of the Deployment.
+	sharded := dryRunApply(t, env, ns, render(t, ns, shardedValues()))
+	if len(sharded) != chartObjects+1 || !slices.Contains(sharded, "StatefulSet/unstick") || !slices.Contains(sharded, "Service/unstick-headless") {
+		t.Errorf("sharded: applied %v", sharded)
 	}
 }
 

@@ -1022,6 +1022,14 @@ func freePort(t *testing.T) string {
 // /readyz answers 200, and its stderr.
 func runServe(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
+	addr, errOut, _ := runServeStoppable(t, args...)
+	return addr, errOut
+}
+
+// runServeStoppable is runServe that also returns stop, which ends serve before the test does and
+// waits for it to exit.
+func runServeStoppable(t *testing.T, args ...string) (string, *syncBuffer, func()) {
+	t.Helper()
 	addr := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	errOut := &syncBuffer{}
@@ -1031,14 +1039,18 @@ func runServe(t *testing.T, args ...string) (string, *syncBuffer) {
 		// args can turn it on.
 		done <- runServeCLI(ctx, errOut, append([]string{"serve", "--listen", addr, "--debounce", "100ms", "--authn", "off"}, args...))
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not stop within 15s of its context ending")
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				t.Error("serve did not stop within 15s of its context ending")
+			}
+		})
+	}
+	t.Cleanup(stop)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		select {
@@ -1050,7 +1062,7 @@ func runServe(t *testing.T, args ...string) (string, *syncBuffer) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return addr, errOut
+				return addr, errOut, stop
 			}
 		}
 		if time.Now().After(deadline) {

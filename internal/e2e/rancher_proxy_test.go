@@ -264,6 +264,10 @@ func rancherProxy(t *testing.T, f *rancherFleet) {
 		}
 	})
 
+	t.Run("serve --rancher sharded over three replicas", func(t *testing.T) {
+		serveShardedThroughRancher(t, ops)
+	})
+
 	// The management Cluster of dev-1 is deleted from and put back on local, as deleting and
 	// re-importing a cluster in Rancher does: serve stops and starts watching it.
 	t.Run("serve --rancher follows Rancher's cluster list", func(t *testing.T) {

@@ -31,6 +31,9 @@ type dashPage struct {
 	Incidents            []dashIncident
 	Clusters             []dashCluster
 	Errors               []finding.ScanError
+
+	// Shard says which part of the fleet this replica shows when serve is sharded.
+	Shard string
 }
 
 type dashCount struct {
@@ -83,11 +86,12 @@ func (s *Server) page() dashPage {
 	rep := st.report
 	p.EvaluatedAt = rep.EvaluatedAt.Format(time.RFC3339)
 	p.Verdict, p.VerdictNote = rep.Verdict, s.verdictNote(rep)
+	p.Shard = st.fleet.describe()
 	p.Counts = severityCounts(rep.Findings)
 	for _, inc := range rep.Incidents {
 		p.Incidents = append(p.Incidents, dashIncidentOf(inc, rep.EvaluatedAt))
 	}
-	p.Clusters = clusterRows(rep, st.ages)
+	p.Clusters = clusterRows(rep, st.ages, st.fleet)
 	p.Errors = rep.Errors
 	p.clean()
 	return p
@@ -140,9 +144,9 @@ func dashIncidentOf(inc finding.Incident, now time.Time) dashIncident {
 
 // clusterRows are one row per cluster read or affected by an incident, with the report's
 // status, worst first.
-func clusterRows(rep *report.Report, ages []finding.Finding) []dashCluster {
+func clusterRows(rep *report.Report, ages []finding.Finding, f *fleetMap) []dashCluster {
 	rows := map[string]*dashCluster{}
-	for _, name := range statusClusters(rep) {
+	for _, name := range statusClusters(rep, f) {
 		rows[name] = &dashCluster{Name: name, Drift: "–", Heartbeat: "–"}
 	}
 	for _, c := range rep.Clusters {

@@ -86,8 +86,8 @@ func TestMetricsClusterStatusIsTheReports(t *testing.T) {
 	}
 	var text strings.Builder
 	for _, mf := range mfs {
-		if mf.GetName() == "unstick_cluster_status" && len(mf.GetMetric()) != len(statusClusters(rep)) {
-			t.Errorf("%d unstick_cluster_status series, want one per cluster (%d)", len(mf.GetMetric()), len(statusClusters(rep)))
+		if mf.GetName() == "unstick_cluster_status" && len(mf.GetMetric()) != len(statusClusters(rep, nil)) {
+			t.Errorf("%d unstick_cluster_status series, want one per cluster (%d)", len(mf.GetMetric()), len(statusClusters(rep, nil)))
 		}
 		for _, m := range mf.GetMetric() {
 			labels := map[string]string{}
@@ -102,7 +102,7 @@ func TestMetricsClusterStatusIsTheReports(t *testing.T) {
 			t.Errorf("/metrics lacks %s", line)
 		}
 	}
-	for _, c := range statusClusters(rep) {
+	for _, c := range statusClusters(rep, nil) {
 		status, _ := rep.StatusOf(c)
 		if !strings.Contains(text.String(), fmt.Sprintf("unstick_cluster_status map[cluster:%s status:%s]", c, status)) {
 			t.Errorf("/metrics does not give %s the report's status %s", c, status)

@@ -116,6 +116,8 @@ func (s *Server) refresh(ctx context.Context) {
 		s.notify(fmt.Sprintf("rancher: the cluster list answers again (%d clusters)", len(ts)))
 		s.listErr, s.listFailedSince = nil, time.Time{}
 	}
+	s.fleet = newFleetMap(s.o.Shard, ts)
+	ts = s.fleet.watch(ts)
 	want := map[string]source.Target{}
 	for _, t := range ts {
 		want[targetKey(t)] = t

@@ -31,6 +31,7 @@ type metrics struct {
 	status       *prometheus.Desc
 	verdict      *prometheus.Desc
 	failing      *prometheus.Desc
+	shard        shardDescs
 	// allowIncomplete is --allow-incomplete: an incomplete read does not count as failing.
 	allowIncomplete bool
 
@@ -79,6 +80,7 @@ func newMetrics(reg prometheus.Registerer, version string, last func() *state) *
 			Help: "1 once every informer cache has completed its first list."}),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "unstick_build_info",
 			Help: "Always 1; the labels say which unstick is running."}, []string{"version", "goversion"}),
+		shard: newShardDescs(),
 	}
 	reg.MustRegister(m, m.scanDuration, m.evaluations, m.lastEval, m.cachesSynced, m.buildInfo)
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
@@ -87,7 +89,7 @@ func newMetrics(reg prometheus.Registerer, version string, last func() *state) *
 
 // Describe implements prometheus.Collector for the per-finding series.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.staleAfter, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors, m.removedUses, m.status, m.verdict, m.failing} {
+	for _, d := range []*prometheus.Desc{m.findings, m.heartbeatAge, m.staleAfter, m.drift, m.helmPending, m.planStuck, m.nodeCordoned, m.scanErrors, m.removedUses, m.status, m.verdict, m.failing, m.shard.info, m.shard.clusters, m.shard.clusterShard} {
 		ch <- d
 	}
 }
@@ -169,13 +171,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for c, n := range errs {
 		gauge(m.scanErrors, float64(n), c)
 	}
-	m.collectVerdict(st.report, gauge)
+	m.collectVerdict(st, gauge)
+	m.shard.collect(st.fleet, gauge)
 }
 
 // collectVerdict exports the report's cluster statuses and verdict as they are: every view
 // takes them from the report (report.StatusOf), none derives its own.
-func (m *metrics) collectVerdict(rep *report.Report, gauge func(*prometheus.Desc, float64, ...string)) {
-	for _, c := range statusClusters(rep) {
+func (m *metrics) collectVerdict(st *state, gauge func(*prometheus.Desc, float64, ...string)) {
+	rep := st.report
+	for _, c := range statusClusters(rep, st.fleet) {
 		status, _ := rep.StatusOf(c)
 		gauge(m.status, 1, c, status)
 	}
@@ -189,12 +193,13 @@ func (m *metrics) collectVerdict(rep *report.Report, gauge func(*prometheus.Desc
 }
 
 // statusClusters are the clusters a status is shown for: every cluster read, and every
-// cluster an incident affects (a downstream cluster known only to its management cluster).
-func statusClusters(rep *report.Report) []string {
+// cluster an incident affects (a downstream cluster known only to its management cluster);
+// of a sharded replica, those of its shard (another replica shows the others').
+func statusClusters(rep *report.Report, f *fleetMap) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(c string) {
-		if c != "" && !seen[c] {
+		if c != "" && !seen[c] && f.owns(c) {
 			seen[c] = true
 			out = append(out, c)
 		}

@@ -64,6 +64,10 @@ type Options struct {
 	// watched and leave the report and the metrics. A list that fails keeps the last one.
 	Rediscover func(context.Context) ([]source.Target, error)
 	Refresh    time.Duration
+	// Shard, when its Count is above 1, makes this server one replica of several: it
+	// watches the clusters the shard holds (and Rancher's management cluster) and reports
+	// and exports only its own (shard.go). The zero Shard is the whole fleet.
+	Shard Shard
 	// Notify receives one line per change of the watched clusters; nil: logged at info.
 	Notify func(line string)
 	// Auth, when set, guards the dashboard, /api/v1/findings and /metrics (NewAuth).
@@ -83,6 +87,8 @@ type Server struct {
 	// wmu guards the watched clusters, which Rediscover changes while serve runs.
 	wmu     sync.Mutex
 	members []*member
+	// fleet is the last cluster list and the replica holding each cluster.
+	fleet *fleetMap
 	// listErr is the last list's failure while it lasts, reported with every evaluation.
 	listErr         *finding.ScanError
 	listFailedSince time.Time
@@ -105,6 +111,8 @@ type state struct {
 	// rules judge the heartbeat as scan does.
 	staleAfter map[string]time.Duration
 	took       time.Duration
+	// fleet is the cluster list it was judged with, and which replica holds each cluster.
+	fleet *fleetMap
 }
 
 // gaugeIDs are the findings whose since feeds a *_seconds gauge, with the threshold that
@@ -144,7 +152,8 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, changed: make(chan struct{}, 1), evaluated: make(chan struct{})}
 	s.metrics = newMetrics(o.Registry, o.Version, s.snapshotState)
 	s.metrics.allowIncomplete = o.AllowIncomplete
-	for _, t := range o.Targets {
+	s.fleet = newFleetMap(o.Shard, o.Targets)
+	for _, t := range s.fleet.watch(o.Targets) {
 		m, err := s.newMember(t)
 		if err != nil {
 			return nil, err
@@ -174,7 +183,7 @@ func (s *Server) Start(ctx context.Context) error {
 			failed, why = append(failed, m), append(why, m.failed.Message)
 		}
 	}
-	if len(failed) == len(members) {
+	if len(failed) > 0 && len(failed) == len(members) {
 		return fmt.Errorf("no cluster could be watched: %s", strings.Join(why, "; "))
 	}
 	for _, m := range failed {
@@ -284,7 +293,7 @@ func (s *Server) evaluate() {
 	for i, m := range members {
 		synced[i], failed[i] = m.synced, m.failed
 	}
-	listErr := s.listErr
+	listErr, fleet := s.listErr, s.fleet
 	s.wmu.Unlock()
 	for i, m := range members {
 		switch {
@@ -301,10 +310,12 @@ func (s *Server) evaluate() {
 	if listErr != nil {
 		b.Error(*listErr)
 	}
+	fleet.declareOthers(b)
 	snap := b.Build()
 	rep := judge.Judge(snap, judge.Options{Now: s.o.Now, Wallclock: wall, Thresholds: s.o.Thresholds, Catalog: s.o.Catalog, Config: s.o.Config, FailOn: s.o.FailOn}).Report
+	ownReport(rep, fleet, s.o.FailOn)
 	now := rep.EvaluatedAt
-	st := &state{report: rep, ages: s.ages(snap, now)}
+	st := &state{report: rep, ages: ownAges(s.ages(snap, now), fleet), fleet: fleet}
 	st.staleAfter = s.heartbeatStaleAfter(st.ages)
 	st.took = time.Since(start)
 	s.o.Log.Debug("evaluated", "findings", len(rep.Findings), "incidents", len(rep.Incidents), "took", st.took)

@@ -28,3 +28,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $mode := toString .Values.auth.mode -}}
 {{- if eq $mode "true" }}on{{ else if eq $mode "false" }}off{{ else }}{{ $mode }}{{ end -}}
 {{- end -}}
+
+{{/* "true" when serve runs as several replicas sharing Rancher's clusters (empty otherwise). */}}
+{{- define "unstick.sharded" -}}
+{{- if gt (int .Values.replicas) 1 -}}
+{{- if not .Values.rancher.url -}}
+{{- fail "replicas > 1 shares the clusters of a Rancher between serve replicas: set rancher.url (and rancher.tokenSecret)" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
