@@ -107,6 +107,25 @@ type counts struct {
 	mu       sync.Mutex
 	inFlight int64
 	s        StandInStats
+	// record, when set, keeps the path and query of every request other than a watch.
+	record bool
+	paths  []string
+}
+
+// RecordRequests starts keeping the path and query of every request other than a watch,
+// forgetting those kept before (the request list a floor program replays).
+func (r *RancherStandIn) RecordRequests() {
+	r.counts.mu.Lock()
+	defer r.counts.mu.Unlock()
+	r.counts.record, r.counts.paths = true, nil
+}
+
+// Recorded stops recording and returns what was recorded, in the order it arrived.
+func (r *RancherStandIn) Recorded() []string {
+	r.counts.mu.Lock()
+	defer r.counts.mu.Unlock()
+	r.counts.record = false
+	return r.counts.paths
 }
 
 // begin counts a request arriving; the function it returns counts it answered, for cluster
@@ -124,6 +143,9 @@ func (c *counts) begin(req *http.Request) func(id string, n int64) {
 	} else {
 		c.inFlight++
 		c.s.MaxInFlight = max(c.s.MaxInFlight, c.inFlight)
+		if c.record {
+			c.paths = append(c.paths, req.URL.RequestURI())
+		}
 	}
 	return func(id string, n int64) {
 		c.mu.Lock()
@@ -256,10 +278,13 @@ func (b *RancherBed) startServer(ctx context.Context, i int, dir, bundle, name s
 
 // Kubeconfig writes a kubeconfig at path whose one context, "rancher", is the stand-in with
 // the bed's token (as Rancher's generated kubeconfigs name it).
-func (b *RancherBed) Kubeconfig(path string) error {
+func (b *RancherBed) Kubeconfig(path string) error { return b.KubeconfigWithToken(path, b.Token) }
+
+// KubeconfigWithToken is Kubeconfig with another token (one Allow let see fewer clusters).
+func (b *RancherBed) KubeconfigWithToken(path, token string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["rancher"] = &clientcmdapi.Cluster{Server: b.StandIn.URL(), CertificateAuthorityData: b.StandIn.CAData()}
-	kc.AuthInfos["rancher"] = &clientcmdapi.AuthInfo{Token: b.Token}
+	kc.AuthInfos["rancher"] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts["rancher"] = &clientcmdapi.Context{Cluster: "rancher", AuthInfo: "rancher"}
 	kc.CurrentContext = "rancher"
 	return clientcmd.WriteToFile(*kc, path)

@@ -136,12 +136,24 @@ func status(w http.ResponseWriter, code int, reason, msg string) {
 func (r *RancherStandIn) serve(w http.ResponseWriter, req *http.Request) {
 	done := r.counts.begin(req)
 	cw := &countingWriter{ResponseWriter: w}
-	id := r.route(cw, req)
-	done(id, cw.n)
+	// Deferred: the reverse proxy panics (http.ErrAbortHandler) when the client goes away
+	// in the middle of an answer, and the request must still leave the count.
+	defer func() { done(proxiedCluster(req.URL.Path), cw.n) }()
+	r.route(cw, req)
 }
 
-// route answers req; id is the cluster it was for ("" when none).
-func (r *RancherStandIn) route(w http.ResponseWriter, req *http.Request) (id string) {
+// proxiedCluster is the cluster ID of a /k8s/clusters/<id>/… path, or "".
+func proxiedCluster(path string) string {
+	rest, ok := strings.CutPrefix(path, "/k8s/clusters/")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return id
+}
+
+// route answers req.
+func (r *RancherStandIn) route(w http.ResponseWriter, req *http.Request) {
 	token, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
 	r.mu.Lock()
 	visible, known := r.tokens[token]
@@ -151,7 +163,7 @@ func (r *RancherStandIn) route(w http.ResponseWriter, req *http.Request) (id str
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"type":"error","status":"401","message":"must authenticate"}`))
-		return ""
+		return
 	}
 	if listFail != 0 && (req.URL.Path == "/v1/management.cattle.io.clusters" || strings.HasPrefix(req.URL.Path, "/k8s/clusters/local/apis/management.cattle.io/v3/clusters")) {
 		// What the nginx ingress in front of Rancher answers when no Rancher pod is ready.
@@ -159,19 +171,18 @@ func (r *RancherStandIn) route(w http.ResponseWriter, req *http.Request) (id str
 		w.WriteHeader(listFail)
 		title := fmt.Sprintf("%d %s", listFail, http.StatusText(listFail))
 		_, _ = fmt.Fprintf(w, "<html>\r\n<head><title>%s</title></head>\r\n<body>\r\n<center><h1>%s</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", title, title)
-		return ""
+		return
 	}
 	if req.URL.Path == "/v1/management.cattle.io.clusters" && !noSteve {
 		r.steveClusters(w, req, visible)
-		return ""
+		return
 	}
 	rest, ok := strings.CutPrefix(req.URL.Path, "/k8s/clusters/")
 	if !ok {
 		status(w, http.StatusNotFound, "NotFound", "404 page not found")
-		return ""
+		return
 	}
-	var path string
-	id, path, _ = strings.Cut(rest, "/")
+	id, path, _ := strings.Cut(rest, "/")
 	r.mu.Lock()
 	h := r.clusters[id]
 	r.requests[id]++
@@ -179,10 +190,10 @@ func (r *RancherStandIn) route(w http.ResponseWriter, req *http.Request) (id str
 	switch {
 	case h == nil:
 		status(w, http.StatusNotFound, "NotFound", fmt.Sprintf("clusters.management.cattle.io %q not found", id))
-		return ""
+		return
 	case !visible[id]:
 		status(w, http.StatusForbidden, "Forbidden", fmt.Sprintf("clusters.management.cattle.io %q is forbidden: the user may not get it", id))
-		return ""
+		return
 	}
 	out := req.Clone(req.Context())
 	out.Header.Del("Authorization")
@@ -190,7 +201,6 @@ func (r *RancherStandIn) route(w http.ResponseWriter, req *http.Request) (id str
 	out.URL.RawPath = ""
 	out.RequestURI = ""
 	h.ServeHTTP(w, out)
-	return id
 }
 
 // steveClusters lists the management.cattle.io clusters of "local" the token may see.
