@@ -39,7 +39,7 @@ func TestRancherFleetScale(t *testing.T) {
 	}
 
 	start := time.Now()
-	out, errOut, code := run(t, "scan", "--kubeconfig", kc, "--rancher", "--max-inflight", "4", "--timeout", "10s",
+	out, errOut, code := run(t, "scan", "--kubeconfig", kc, "--rancher", "--max-inflight", "4", "--timeout", "30s",
 		"--now", now, "--fail-on", "none", "-o", "json", "-q")
 	st := bed.StandIn.Stats()
 	t.Logf("scan --rancher of %d clusters: %s, %d requests, %d bytes, at most %d at once", healthy+2, time.Since(start).Round(time.Millisecond), st.Requests, st.Bytes, st.MaxInFlight)
