@@ -34,7 +34,7 @@ const (
 // failure appearing in clusters to its metric.
 func (r *rancherRun) serve(n int, kc string) {
 	addr := freeAddr(r)
-	r.bed.StandIn.ResetStats()
+	r.quiet()
 	cmd := exec.Command(r.cli, "serve", "--rancher", "--kubeconfig", kc, "--listen", addr, "--authn", "off", "--max-inflight", strconv.Itoa(r.limit))
 	var errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &errOut

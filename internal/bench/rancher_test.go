@@ -138,7 +138,7 @@ func (r *rancherRun) recordScan(n int, kc string) string {
 // runCLI runs unstick with args and logs its wall time, peak RSS and what the stand-in saw.
 func (r *rancherRun) runCLI(n int, what, kc string, args ...string) float64 {
 	args = append(args, "--kubeconfig", kc, "--max-inflight", strconv.Itoa(r.limit), "--timeout", "5m")
-	r.bed.StandIn.ResetStats()
+	r.quiet()
 	cmd := exec.Command(r.cli, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -157,7 +157,7 @@ func (r *rancherRun) runCLI(n int, what, kc string, args ...string) float64 {
 
 // runFloor runs the floor program on the recorded requests.
 func (r *rancherRun) runFloor(n int, paths string) float64 {
-	r.bed.StandIn.ResetStats()
+	r.quiet()
 	cmd := exec.Command(r.floor, "-server", r.bed.StandIn.URL(), "-ca", r.caFile, "-requests", paths, "-max-inflight", strconv.Itoa(r.limit))
 	cmd.Env = append(os.Environ(), "RANCHER_TOKEN="+sizeToken(n))
 	var out, errOut bytes.Buffer
@@ -171,6 +171,15 @@ func (r *rancherRun) runFloor(n int, paths string) float64 {
 	r.b.Logf("N=%d floor: wall %.2f s, peak RSS %d MiB, %d requests, max %d in flight, %d MiB; load %s",
 		n, wall, peakRSS(cmd)>>20, st.Requests, st.MaxInFlight, st.Bytes>>20, loadAvg())
 	return wall
+}
+
+// quiet waits (up to 10 s) for the answers of the run before to end, then forgets the
+// counts: a request the client gave up on is still being answered for a moment.
+func (r *rancherRun) quiet() {
+	for end := time.Now().Add(10 * time.Second); r.bed.StandIn.InFlight() > 0 && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.bed.StandIn.ResetStats()
 }
 
 // sizeToken is the token that may see the first n clusters of the bed.
