@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,16 +42,16 @@ func (r *rancherRun) serve(n int, kc string) {
 		r.b.Fatal(err)
 	}
 	defer func() {
+		r.b.Logf("N=%d serve: peak RSS %d MiB", n, procStatus(cmd.Process.Pid, "VmHWM:")>>20)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
-		r.b.Logf("N=%d serve: peak RSS %d MiB", n, peakRSS(cmd)>>20)
 	}()
 	if !waitFor(30*time.Minute, func() bool { return httpOK("http://" + addr + "/readyz") }) {
 		r.b.Fatalf("N=%d serve: not ready in 30 minutes\n%s", n, tail(errOut.String()))
 	}
 	st := r.bed.StandIn.Stats()
 	time.Sleep(5 * time.Second)
-	rss := vmRSS(cmd.Process.Pid)
+	rss := procStatus(cmd.Process.Pid, "VmRSS:")
 	r.b.Logf("N=%d serve: ready in %.1f s, %d requests, max %d in flight, %d MiB to start; RSS %d MiB (%d KiB per cluster), %d watches open (%.1f per cluster); load %s",
 		n, time.Since(t0).Seconds(), st.Requests-st.Watches, st.MaxInFlight, st.Bytes>>20, rss>>20, rss/int64(n)>>10, st.OpenWatches, float64(st.OpenWatches)/float64(n), loadAvg())
 	r.bed.StandIn.ResetStats()
@@ -173,19 +172,4 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 		time.Sleep(250 * time.Millisecond)
 	}
 	return false
-}
-
-// vmRSS is the resident set of process pid now, in bytes.
-func vmRSS(pid int) int64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

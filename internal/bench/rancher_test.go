@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -143,7 +142,7 @@ func (r *rancherRun) runCLI(n int, what, kc string, args ...string) float64 {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	t0 := time.Now()
-	err := cmd.Run()
+	peak, err := runPeak(cmd)
 	wall := time.Since(t0).Seconds()
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 3) {
@@ -151,7 +150,7 @@ func (r *rancherRun) runCLI(n int, what, kc string, args ...string) float64 {
 	}
 	st := r.bed.StandIn.Stats()
 	r.b.Logf("N=%d %s: wall %.2f s, peak RSS %d MiB, %d requests, max %d in flight, %d MiB; load %s",
-		n, what, wall, peakRSS(cmd)>>20, st.Requests, st.MaxInFlight, st.Bytes>>20, loadAvg())
+		n, what, wall, peak>>20, st.Requests, st.MaxInFlight, st.Bytes>>20, loadAvg())
 	return wall
 }
 
@@ -163,13 +162,14 @@ func (r *rancherRun) runFloor(n int, paths string) float64 {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	t0 := time.Now()
-	if err := cmd.Run(); err != nil {
+	peak, err := runPeak(cmd)
+	if err != nil {
 		r.b.Fatalf("N=%d floor: %v\n%s", n, err, tail(errOut.String()))
 	}
 	wall := time.Since(t0).Seconds()
 	st := r.bed.StandIn.Stats()
 	r.b.Logf("N=%d floor: wall %.2f s, peak RSS %d MiB, %d requests, max %d in flight, %d MiB; load %s",
-		n, wall, peakRSS(cmd)>>20, st.Requests, st.MaxInFlight, st.Bytes>>20, loadAvg())
+		n, wall, peak>>20, st.Requests, st.MaxInFlight, st.Bytes>>20, loadAvg())
 	return wall
 }
 
@@ -185,9 +185,39 @@ func (r *rancherRun) quiet() {
 // sizeToken is the token that may see the first n clusters of the bed.
 func sizeToken(n int) string { return fmt.Sprintf("token-size%d:fleet-scale-bed", n) }
 
-func peakRSS(cmd *exec.Cmd) int64 {
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss << 10 // KiB on Linux
+// runPeak runs cmd and returns the peak of its resident set (VmHWM), read from /proc while
+// it runs. Not the exit's rusage: a child started with vfork (as Go starts one) inherits, at
+// exec, the high-water mark of its parent's memory, here the stand-in's.
+func runPeak(cmd *exec.Cmd) (int64, error) {
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var peak int64
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return peak, err
+		case <-tick.C:
+			peak = max(peak, procStatus(cmd.Process.Pid, "VmHWM:"))
+		}
+	}
+}
+
+// procStatus is a memory figure of /proc/<pid>/status (VmRSS:, VmHWM:) in bytes.
+func procStatus(pid int, field string) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
 	}
 	return 0
 }
