@@ -92,7 +92,7 @@ func (o *collectOptions) validate(cmd *cobra.Command) error {
 
 func (o *collectOptions) run(ctx context.Context) error {
 	prog := newProgress(o.s.ErrOut, o.quiet)
-	live, err := o.kube.live(ctx, func(done, total int) { prog.update("collecting clusters: %d/%d", done, total) })
+	live, err := o.kube.live(ctx, func(done, total int) { prog.count("collecting clusters", done, total, "clusters") })
 	if err != nil {
 		return err
 	}

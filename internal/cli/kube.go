@@ -25,6 +25,9 @@ type kubeFlags struct {
 	concurrency int
 	logLines    int64
 	rancher     rancherFlags
+	// budget is the one request budget of every cluster read through Rancher in this run
+	// (made on first use, kept for serve's rediscovery).
+	budget *source.RequestBudget
 }
 
 func newKubeFlags() *kubeFlags {
@@ -255,5 +258,13 @@ func (k *kubeFlags) live(ctx context.Context, progress func(done, total int)) (*
 	if err != nil {
 		return nil, err
 	}
-	return &source.Live{Targets: ts, Timeout: k.timeout, Concurrency: k.concurrency, LogLines: k.logLines, Progress: progress}, nil
+	l := &source.Live{Targets: ts, Timeout: k.timeout, Concurrency: k.concurrency, LogLines: k.logLines, Progress: progress}
+	if k.rancher.used() {
+		// Rancher's proxy is one server for the whole fleet: lists come from the watch cache,
+		// and enough clusters are read at once to keep the budget's slots busy (a cluster's
+		// discovery and namespace list are one request each, one after the other).
+		l.CachedLists = true
+		l.Concurrency = max(k.concurrency, k.rancher.maxInFlight)
+	}
+	return l, nil
 }

@@ -23,14 +23,21 @@ const RancherTokenEnv = "RANCHER_TOKEN"
 // rancherFlags are --rancher and --rancher-url: read every cluster a Rancher token may see
 // through Rancher's proxy, from one context or one URL.
 type rancherFlags struct {
-	on  bool
-	url string
+	on          bool
+	url         string
+	maxInFlight int
+	qps         float32
 }
 
 func (r *rancherFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.on, "rancher", false, "the context is Rancher: read every cluster its token may see through Rancher's proxy (https://<rancher>/k8s/clusters/<id>)")
 	fs.StringVar(&r.url, "rancher-url", "", "Rancher's URL: read every cluster the token in $"+RancherTokenEnv+" may see through Rancher's proxy (no kubeconfig needed)")
+	fs.IntVar(&r.maxInFlight, "max-inflight", source.DefaultMaxInFlight, "with --rancher or --rancher-url: requests to Rancher at once, over the whole fleet (watches not counted)")
+	fs.Float32Var(&r.qps, "rancher-qps", source.DefaultRancherQPS, "with --rancher or --rancher-url: requests per second to Rancher, over the whole fleet (burst twice that)")
 }
+
+// used says whether the clusters are read through Rancher.
+func (r *rancherFlags) used() bool { return r.on || r.url != "" }
 
 func (r *rancherFlags) validate(k *kubeFlags) error {
 	if r.url != "" {
@@ -44,6 +51,12 @@ func (r *rancherFlags) validate(k *kubeFlags) error {
 		if os.Getenv(RancherTokenEnv) == "" {
 			return usageErrorf("--rancher-url needs Rancher's API token in the environment variable %s (an API key from Rancher's Account & API Keys page, token-xxxxx:yyyy); it is never taken as a flag value, so it stays out of shell history and process lists", RancherTokenEnv)
 		}
+	}
+	if r.maxInFlight < 1 {
+		return usageErrorf("--max-inflight %d: want at least 1", r.maxInFlight)
+	}
+	if r.qps <= 0 {
+		return usageErrorf("--rancher-qps %g: want a positive rate such as %d", r.qps, source.DefaultRancherQPS)
 	}
 	if r.on && k.allContexts {
 		return usageErrorf("--rancher with --all-contexts: --rancher already reads every cluster the token of the Rancher context may see; pick that context with --context NAME (or make it the current one)")
@@ -89,7 +102,7 @@ func (k *kubeFlags) rancherTargets(ctx context.Context, names []string, raw *cli
 			}
 			return ranch, base + source.RancherClusterPath + c.ID
 		})
-		for _, t := range ts {
+		for _, t := range k.budgeted(ts) {
 			if key := base + rancherKeySep + t.Server; !seen[key] {
 				seen[key] = true
 				out = append(out, t)
@@ -134,7 +147,18 @@ func (k *kubeFlags) rancherURLTargets(ctx context.Context) ([]source.Target, err
 	if len(ts) == 0 {
 		return nil, fmt.Errorf("--rancher-url %s: the token in $%s may see no cluster", base, RancherTokenEnv)
 	}
-	return ts, nil
+	return k.budgeted(ts), nil
+}
+
+// budgeted makes every target count against the run's one request budget to Rancher.
+func (k *kubeFlags) budgeted(ts []source.Target) []source.Target {
+	if k.budget == nil {
+		k.budget = source.NewRequestBudget(k.rancher.maxInFlight, k.rancher.qps)
+	}
+	for i := range ts {
+		ts[i].Budget = k.budget
+	}
+	return ts
 }
 
 // rancherURLConfig is the REST config of Rancher's URL with the token from the environment,

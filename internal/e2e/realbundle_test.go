@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/unstick-dev/unstick/internal/testbed"
 	"github.com/unstick-dev/unstick/internal/testenv"
@@ -170,15 +168,6 @@ func (b failBundle) bundle() *fleetv1.Bundle {
 			Targets: []fleetv1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "real"}}}},
 		},
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // TestRealFleetBundleFailures: five ways a Fleet bundle fails to apply, each made by the real
@@ -352,16 +341,6 @@ func ingressNginxWebhook() *admissionv1.ValidatingWebhookConfiguration {
 			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
-}
-
-// bdOf is the named bundle's BundleDeployment for the downstream cluster.
-func (r *realFleet) bdOf(t *testing.T, bundle string) *fleetv1.BundleDeployment {
-	t.Helper()
-	var l fleetv1.BundleDeploymentList
-	if err := r.fleet.Client.List(t.Context(), &l, client.InNamespace(r.agent.Namespace), client.MatchingLabels{"fleet.cattle.io/bundle-name": bundle}); err != nil || len(l.Items) == 0 {
-		return nil
-	}
-	return &l.Items[0]
 }
 
 // bundleMessages is what the real controllers say about b: its BundleDeployment's status and

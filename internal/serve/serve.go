@@ -176,10 +176,11 @@ func (s *Server) poke() {
 // fails, naming why for each, and nothing is logged besides the error it returns.
 func (s *Server) Start(ctx context.Context) error {
 	members := s.currentMembers()
+	errs := s.startMembers(ctx, members)
 	var failed []*member
 	var why []string
-	for _, m := range members {
-		if err := s.startMember(ctx, m); err != nil {
+	for i, m := range members {
+		if errs[i] != nil {
 			failed, why = append(failed, m), append(why, m.failed.Message)
 		}
 	}
@@ -191,6 +192,27 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started = true
 	return nil
+}
+
+// startConcurrency is how many clusters' watches are started at once. Starting one is a few
+// requests made one after the other (discovery, then the namespaces); through Rancher the
+// fleet's request budget bounds what they ask of it together.
+const startConcurrency = 32
+
+// startMembers starts the members' watches, startConcurrency at once; errs[i] is members[i]'s.
+func (s *Server) startMembers(ctx context.Context, members []*member) []error {
+	errs := make([]error, len(members))
+	sem := make(chan struct{}, startConcurrency)
+	var wg sync.WaitGroup
+	for i, m := range members {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = s.startMember(ctx, m)
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // Run evaluates until ctx ends, starting the informers first (Start) unless they were. It

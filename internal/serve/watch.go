@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -73,8 +72,7 @@ func (x watched) done() bool { return x.inf.HasSynced() || x.forbidden.Load() !=
 
 // newClusterWatch prepares the watch of one cluster; logs says how its container logs are read.
 func newClusterWatch(t source.Target, resync time.Duration, logs logReading, onChange func()) (*clusterWatch, error) {
-	cfg := rest.CopyConfig(t.Config)
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg := t.ClientConfig()
 	// A watch is long-lived: the scan's overall timeout must not cut it.
 	cfg.Timeout = 0
 	w := &clusterWatch{t: t, resync: resync, onChange: onChange, nsStarted: map[string]bool{}}
@@ -95,7 +93,7 @@ func newClusterWatch(t source.Target, resync time.Duration, logs logReading, onC
 
 // start discovers what the server serves and starts the informers; they run until ctx ends.
 func (w *clusterWatch) start(ctx context.Context) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(w.t.Config)
+	dc, err := discovery.NewDiscoveryClientForConfig(w.t.ClientConfig())
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.t.Label(), err)
 	}

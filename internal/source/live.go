@@ -54,6 +54,22 @@ type Target struct {
 	// ViaRancher says the cluster is read through Rancher's proxy (RancherTargets), not
 	// through a kubeconfig context of its own.
 	ViaRancher bool
+	// Budget, when set, is the fleet-wide request budget this cluster's requests count
+	// against (every cluster read through one Rancher shares one); nil: the cluster has
+	// client-go's limits of its own (50 requests per second, burst 100).
+	Budget *RequestBudget
+}
+
+// ClientConfig is a copy of the target's REST config with its request limits: the shared
+// budget's when it has one, else its own.
+func (t Target) ClientConfig() *rest.Config {
+	cfg := rest.CopyConfig(t.Config)
+	if t.Budget != nil {
+		t.Budget.Apply(cfg)
+	} else {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	return cfg
 }
 
 // Label names the target in messages: "context prod-eu-1", or "cluster prod-eu-1 (through
@@ -93,6 +109,10 @@ type Live struct {
 	MaxLogPods int
 	// Progress, if set, is told how many clusters are done.
 	Progress func(done, total int)
+	// CachedLists asks for each list's first page from the API server's watch cache
+	// (resourceVersion=0) instead of a consistent read: a judgement that may be a moment
+	// old costs the server, and Rancher's proxy before it, no read of etcd.
+	CachedLists bool
 }
 
 func (l *Live) defaults() {
@@ -310,8 +330,7 @@ func (r *clusterReader) listWatched(ctx context.Context, res resource) {
 }
 
 func (l *Live) readCluster(ctx context.Context, t Target, sink Sink) error {
-	cfg := rest.CopyConfig(t.Config)
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg := t.ClientConfig()
 	if cfg.Timeout == 0 || cfg.Timeout > l.Timeout {
 		cfg.Timeout = l.Timeout
 	}
@@ -431,12 +450,20 @@ func (r *clusterReader) discover(ctx context.Context, dc discovery.DiscoveryInte
 	return nil
 }
 
+// firstPage is the options of a list read in one piece.
+func (l *Live) firstPage() metav1.ListOptions {
+	if l.CachedLists {
+		return metav1.ListOptions{ResourceVersion: "0"}
+	}
+	return metav1.ListOptions{}
+}
+
 // namespaces reads the watched namespaces and those being deleted (the Namespace objects
 // themselves are kept).
 func (r *clusterReader) namespaces(ctx context.Context) error {
 	var list *corev1.NamespaceList
 	err := retryRead(ctx, func() (err error) {
-		list, err = r.kube.Core.Namespaces().List(ctx, metav1.ListOptions{})
+		list, err = r.kube.Core.Namespaces().List(ctx, r.l.firstPage())
 		return err
 	})
 	if err != nil {
@@ -511,6 +538,9 @@ func (r *clusterReader) emit(obj any, kind, ns, name string) {
 // list reads one resource, page by page, dropping managedFields as it goes.
 func (r *clusterReader) list(ctx context.Context, res resource, ns string) {
 	opts := metav1.ListOptions{Limit: r.l.PageSize, LabelSelector: res.selector, FieldSelector: res.fieldSelector}
+	if r.l.CachedLists {
+		opts.ResourceVersion = "0"
+	}
 	adder, typedSink := r.sink.(preparedSink)
 	typed := typedSink && !res.metaOnly && snapshot.HasPageDecoder(res.gvr.GroupVersion().String(), res.kind)
 	for {
@@ -571,7 +601,8 @@ func (r *clusterReader) list(ctx context.Context, res resource, ns string) {
 		if cont == "" {
 			return
 		}
-		opts.Continue = cont
+		// The continue token names the snapshot the next page comes from.
+		opts.Continue, opts.ResourceVersion = cont, ""
 	}
 }
 

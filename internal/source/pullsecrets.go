@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 )
@@ -46,7 +45,7 @@ func (l *Live) PullSecrets(ctx context.Context, refs []SecretRef) ([][]byte, []f
 		if t == nil {
 			continue
 		}
-		cfg := rest.CopyConfig(t.Config)
+		cfg := t.ClientConfig()
 		// --request-timeout, when shorter, bounds each request as it does for the lists.
 		if cfg.Timeout == 0 || cfg.Timeout > l.Timeout {
 			cfg.Timeout = l.Timeout

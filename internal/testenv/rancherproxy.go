@@ -26,6 +26,12 @@ import (
 //     management.cattle.io clusters of the cluster "local", holding only those the token
 //     may see, as Steve filters a list by the caller's access. DisableSteve turns it off
 //     (an older Rancher, or a proxy in front of it, without Steve).
+//     Clusters added with ListCluster are listed by the stand-in itself, page by page, for
+//     a fleet whose management cluster is not replayed (a member of many downstream
+//     clusters who may not see local, as Steve shows it to such a user).
+//
+// It counts what reaches it (Stats): requests and bytes per cluster, requests in flight at
+// once (the most seen) and open watches.
 //
 // It serves TLS with its own certificate (CAData) as Rancher does.
 type RancherStandIn struct {
@@ -37,6 +43,8 @@ type RancherStandIn struct {
 	noSteve  bool
 	listFail int            // the status both cluster lists answer; 0: they answer
 	requests map[string]int // by cluster ID, for tests that count
+	listed   []listedCluster
+	counts   counts
 }
 
 // NewRancherStandIn starts the stand-in; Close stops it.
@@ -66,9 +74,20 @@ func (r *RancherStandIn) AddCluster(id string, h http.Handler) {
 
 // AddDownCluster adds cluster id whose API server refuses connections: Rancher answers 502.
 func (r *RancherStandIn) AddDownCluster(id string) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	h, err := UnreachableCluster(id)
 	if err != nil {
 		return err
+	}
+	r.AddCluster(id, h)
+	return nil
+}
+
+// UnreachableCluster is cluster id as Rancher answers for it when its API server refuses
+// connections: 502.
+func UnreachableCluster(id string) (http.Handler, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close() // nothing listens there any more: connections are refused
@@ -77,8 +96,7 @@ func (r *RancherStandIn) AddDownCluster(id string) error {
 	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
 		status(w, http.StatusBadGateway, "ServiceUnavailable", fmt.Sprintf("cluster %s: %v", id, err))
 	}
-	r.AddCluster(id, rp)
-	return nil
+	return rp, nil
 }
 
 // Allow lets token see clusters ids (and only those).
@@ -116,6 +134,26 @@ func status(w http.ResponseWriter, code int, reason, msg string) {
 }
 
 func (r *RancherStandIn) serve(w http.ResponseWriter, req *http.Request) {
+	done := r.counts.begin(req)
+	cw := &countingWriter{ResponseWriter: w}
+	// Deferred: the reverse proxy panics (http.ErrAbortHandler) when the client goes away
+	// in the middle of an answer, and the request must still leave the count.
+	defer func() { done(proxiedCluster(req.URL.Path), cw.n) }()
+	r.route(cw, req)
+}
+
+// proxiedCluster is the cluster ID of a /k8s/clusters/<id>/… path, or "".
+func proxiedCluster(path string) string {
+	rest, ok := strings.CutPrefix(path, "/k8s/clusters/")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return id
+}
+
+// route answers req.
+func (r *RancherStandIn) route(w http.ResponseWriter, req *http.Request) {
 	token, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
 	r.mu.Lock()
 	visible, known := r.tokens[token]
@@ -136,7 +174,7 @@ func (r *RancherStandIn) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if req.URL.Path == "/v1/management.cattle.io.clusters" && !noSteve {
-		r.steveClusters(w, visible)
+		r.steveClusters(w, req, visible)
 		return
 	}
 	rest, ok := strings.CutPrefix(req.URL.Path, "/k8s/clusters/")
@@ -166,10 +204,15 @@ func (r *RancherStandIn) serve(w http.ResponseWriter, req *http.Request) {
 }
 
 // steveClusters lists the management.cattle.io clusters of "local" the token may see.
-func (r *RancherStandIn) steveClusters(w http.ResponseWriter, visible map[string]bool) {
+func (r *RancherStandIn) steveClusters(w http.ResponseWriter, req *http.Request, visible map[string]bool) {
 	r.mu.Lock()
 	local := r.clusters["local"]
+	listed := len(r.listed) > 0
 	r.mu.Unlock()
+	if local == nil && listed {
+		r.steveListed(w, req, visible)
+		return
+	}
 	if local == nil {
 		status(w, http.StatusInternalServerError, "InternalError", "no local cluster")
 		return
