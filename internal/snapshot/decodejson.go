@@ -39,7 +39,7 @@ func (s *Strings) get(raw []byte) string {
 	}
 	v := string(raw)
 	if s.m == nil {
-		s.m = make(map[string]string, 1024)
+		s.m = make(map[string]string, 1<<14)
 	}
 	if len(s.m) < maxStrings {
 		s.m[v] = v
