@@ -2,11 +2,13 @@ package snapshot
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Lists are decoded with the JSON v2 implementation configured with every v1 semantic
@@ -56,6 +58,7 @@ func decodeOptions(strs *Strings) jsonv2.Options {
 	return jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error { return readString(dec, s, strs) }),
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, l *Labels) error { return readLabels(dec, l, strs) }),
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, m *Meta) error { return readMeta(dec, m, strs) }),
 	)))
 }
 
@@ -75,6 +78,76 @@ func readString(dec *jsontext.Decoder, s *string, strs *Strings) error {
 	}
 	*s = strs.get(raw)
 	return nil
+}
+
+// readField decodes one string field, through the table when strs is not nil.
+func readField(dec *jsontext.Decoder, s *string, strs *Strings) error {
+	err := readString(dec, s, strs)
+	if err == jsonv2.SkipFunc {
+		return jsonv2.UnmarshalDecode(dec, s, jsonv1.DefaultOptionsV1())
+	}
+	return err
+}
+
+// metaFields are the JSON names of Meta's fields.
+var metaFields = [...]string{"name", "namespace", "uid", "resourceVersion", "labels"}
+
+// readMeta decodes a slim object's metadata field by field, skipping what Meta does not
+// keep. The namespace and labels go through the table; the name, UID and resource version,
+// which no two objects share, do not. A name matches a field as encoding/json matches it:
+// exactly, else ignoring case.
+func readMeta(dec *jsontext.Decoder, m *Meta, strs *Strings) error {
+	if dec.PeekKind() != '{' {
+		return jsonv2.SkipFunc // null, or the wrong type: v1's rules apply
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		k, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		if err := readMetaField(dec, m, metaField(k.String()), strs); err != nil {
+			return err
+		}
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
+// metaField is the position in metaFields of a JSON name, or -1.
+func metaField(name string) int {
+	for i, f := range metaFields {
+		if name == f {
+			return i
+		}
+	}
+	for i, f := range metaFields {
+		if strings.EqualFold(name, f) {
+			return i
+		}
+	}
+	return -1
+}
+
+func readMetaField(dec *jsontext.Decoder, m *Meta, field int, strs *Strings) error {
+	switch field {
+	case 0:
+		return readField(dec, &m.Name, nil)
+	case 1:
+		return readField(dec, &m.Namespace, strs)
+	case 2:
+		uid := string(m.UID)
+		err := readField(dec, &uid, nil)
+		m.UID = types.UID(uid)
+		return err
+	case 3:
+		return readField(dec, &m.ResourceVersion, nil)
+	case 4:
+		return readLabels(dec, &m.Labels, strs)
+	}
+	return dec.SkipValue()
 }
 
 // UnmarshalJSONFrom reads a labels map as UnmarshalJSON does, without decoding the labels

@@ -11,10 +11,10 @@ import (
 )
 
 // A List of BundleDeployments decodes in one pass exactly as encoding/json decodes each item,
-// whatever the quirks of the bytes: escaped and invalid UTF-8 strings, a field name in
+// whatever the quirks of the bytes: escaped and invalid UTF-8 strings, field names in
 // another case, a label given twice, labels that are null, an escaped label name, a
-// condition without a message. Objects decoded through one string table share the strings
-// they repeat, and a name is never confused with another.
+// condition without a message, a null UID. Objects decoded through one string table share
+// the strings they repeat, and a name is never confused with another.
 func TestPrepareListDecodesAsEncodingJSON(t *testing.T) {
 	items := []string{
 		bdJSON("fleet-agent-c-m-1", "cluster-fleet-default-c-m-1-0a1b", `{"fleet.cattle.io/bundle-name":"fleet-agent-c-m-1","fleet.cattle.io/cluster":"c-m-1","app":"x"}`,
@@ -23,7 +23,7 @@ func TestPrepareListDecodesAsEncodingJSON(t *testing.T) {
 			`[{"type":"Ready","status":"True","message":"caf\u00e9 `+"\xff"+` broken","lastUpdateTime":"2026-10-29T09:30:00Z"}]`),
 		bdJSON("monitoring-stack", "cluster-fleet-default-c-m-2-9f8e", `null`,
 			`[{"type":"Ready","status":"True","lastUpdateTime":"2026-10-29T09:30:00Z"},{"type":"Installed","status":"True"}]`),
-		strings.Replace(bdJSON("logging", "cluster-fleet-default-c-m-2-9f8e", `{}`, `[]`), `"status":`, `"Status":`, 1),
+		strings.NewReplacer(`"status":{`, `"Status":{`, `"name":"logging"`, `"NAME":"logging","uid":null`).Replace(bdJSON("logging", "cluster-fleet-default-c-m-2-9f8e", `{}`, `[]`)),
 	}
 	list := []byte(`{"apiVersion":"v1","items":[` + strings.Join(items, ",") + `],"kind":"List","metadata":{"resourceVersion":""}}`)
 	var strs snapshot.Strings

@@ -96,7 +96,7 @@ func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *find
 		if ok && (len(objs) > 0 || more) && l.admitAll(f, len(objs), len(data)) {
 			src := fmt.Sprintf("%s:%d", rel, line)
 			for i, o := range objs {
-				l.b.Add(cluster, fmt.Sprintf("%s items[%d]", src, i), o)
+				l.b.Add(cluster, src+" items["+strconv.Itoa(i)+"]", o)
 			}
 			f.objects += len(objs)
 			if more {
