@@ -31,8 +31,12 @@ func main() {
 	fmt.Printf("%d files, %d bytes, %d JSON documents decoded\n", len(files), bytes, docs)
 }
 
-// list returns every regular file under root.
+// list returns every regular file under root. A root that is a link is followed, as
+// unstick follows it (a "latest" link to a bundle).
 func list(root string) ([]string, error) {
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
