@@ -67,6 +67,9 @@ func quotedMessages(ctx *Context) []quoted {
 }
 
 func bdQuotes(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *snapshot.BundleDeployment) []quoted {
+	if !quotesSomething(bd) {
+		return nil // most of a fleet's BundleDeployments: nothing to name a target for
+	}
 	target, fleetRef := bdTarget(ctx, ix, m, bd)
 	bundle := fleet.BundleName(bd)
 	base := quoted{on: m, target: ctx.Snap.Cluster(target), affects: target,
@@ -112,6 +115,22 @@ func fleetSummaryNamespace(msg string) string {
 		return m[1]
 	}
 	return ""
+}
+
+// quotesSomething reports whether bdQuotes finds a message in bd: a condition not True with
+// a message, or a resource summary in error.
+func quotesSomething(bd *snapshot.BundleDeployment) bool {
+	for _, c := range bd.Status.Conditions {
+		if string(c.Status) != "True" && c.Message != "" {
+			return true
+		}
+	}
+	for _, st := range bd.Status.NonReadyStatus {
+		if st.Summary.Error {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseQuote is the description of a release revision that failed or still waits: Helm

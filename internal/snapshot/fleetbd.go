@@ -76,7 +76,7 @@ type BundleDeploymentStatus struct {
 
 // keptLabels are the labels read from slim kinds: the ones Fleet sets on every
 // BundleDeployment to name its Bundle and target Cluster (see package fleet).
-var keptLabels = []string{
+var keptLabels = [...]string{
 	"fleet.cattle.io/bundle-name", "fleet.cattle.io/bundle-namespace",
 	"fleet.cattle.io/cluster", "fleet.cattle.io/cluster-namespace",
 }
@@ -104,6 +104,11 @@ func (l *Labels) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
+	return l.keep(m)
+}
+
+// keep sets l to the kept labels of m.
+func (l *Labels) keep(m map[string]string) error {
 	n := 0
 	for _, k := range keptLabels {
 		if _, ok := m[k]; ok {

@@ -2,9 +2,12 @@ package snapshot
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"io"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,7 +20,7 @@ import (
 // listDecoders are the kinds whose List decodes straight into typed items: the kinds kept
 // as their plain Kubernetes or Fleet type, with nothing to tolerate on the way in (Secrets
 // are decoded leniently and Plans, events.k8s.io Events and CRDs into views, item by item).
-var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bool, max int) (objs []*Object, cont string, ok, more bool){
+var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bool, max int, strs *Strings) (objs []*Object, cont string, ok, more bool){
 	"/Pod":                                decodeList[corev1.Pod],
 	"/Node":                               decodeList[corev1.Node],
 	"/Event":                              decodeList[corev1.Event],
@@ -45,13 +48,14 @@ var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bo
 // The caller then reads the list item by item, which names what is wrong.
 //
 // max bounds the items decoded: a List with more returns its first max items and more=true,
-// so that a small file listing a million objects is never built in memory whole.
-func PrepareList(apiVersion, kind string, data []byte, max int) (objs []*Object, ok, more bool) {
+// so that a small file listing a million objects is never built in memory whole. strs, if
+// not nil, shares the decoded strings with the other objects decoded through it.
+func PrepareList(apiVersion, kind string, data []byte, max int, strs *Strings) (objs []*Object, ok, more bool) {
 	dec := listDecoders[groupOf(apiVersion)+"/"+kind]
 	if dec == nil {
 		return nil, false, false
 	}
-	objs, _, ok, more = dec(apiVersion, kind, data, false, max)
+	objs, _, ok, more = dec(apiVersion, kind, data, false, max, strs)
 	return objs, ok, more
 }
 
@@ -65,7 +69,7 @@ func PreparePage(apiVersion, kind string, data []byte) (objs []*Object, cont str
 	if dec == nil {
 		return nil, "", false
 	}
-	objs, cont, ok, _ = dec(apiVersion, kind, data, true, -1)
+	objs, cont, ok, _ = dec(apiVersion, kind, data, true, -1, nil)
 	return objs, cont, ok
 }
 
@@ -101,80 +105,92 @@ type named interface {
 func decodeList[T any, P interface {
 	*T
 	listItem
-}](apiVersion, kind string, data []byte, page bool, max int) ([]*Object, string, bool, bool) {
-	// Streamed item by item (the tokens of the List itself, then one Decode per item): the
-	// same two passes over the bytes as one Unmarshal, but a count can stop it.
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+}](apiVersion, kind string, data []byte, page bool, max int, strs *Strings) ([]*Object, string, bool, bool) {
+	// Streamed item by item (the tokens of the List itself, then one decode per item), so
+	// that a count can stop it.
+	opts := decodeOptions(strs)
+	dec := jsontext.NewDecoder(bytes.NewBuffer(data), opts)
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return nil, "", false, false
 	}
 	var listKind string
 	var meta metav1.ListMeta
 	var out []*Object
 	sawItems := false
-	for dec.More() {
-		t, err := dec.Token()
-		key, isKey := t.(string)
-		if err != nil || !isKey {
+	for dec.PeekKind() != '}' {
+		t, err := dec.ReadToken()
+		if err != nil || t.Kind() != '"' {
 			return nil, "", false, false
 		}
-		switch key {
+		switch t.String() {
 		case "kind":
-			if dec.Decode(&listKind) != nil {
-				return nil, "", false, false
-			}
+			err = jsonv2.UnmarshalDecode(dec, &listKind, opts)
 		case "metadata":
-			if dec.Decode(&meta) != nil {
-				return nil, "", false, false
-			}
+			err = jsonv2.UnmarshalDecode(dec, &meta, opts)
 		case "items":
 			if sawItems {
 				return nil, "", false, false
 			}
 			sawItems = true
-			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-				if t == nil && err == nil {
-					continue // "items": null
-				}
-				return nil, "", false, false
-			}
-			for dec.More() {
-				if max >= 0 && len(out) >= max {
-					return out, "", true, true // the caller stops here: the rest is not decoded
-				}
-				var it T
-				if dec.Decode(&it) != nil {
-					return nil, "", false, false
-				}
-				p := P(&it)
-				tm, ok := p.GetObjectKind().(*metav1.TypeMeta)
-				if ok && page && tm.APIVersion == "" && tm.Kind == "" {
-					tm.APIVersion, tm.Kind = apiVersion, kind
-				}
-				if !ok || tm.APIVersion != apiVersion || tm.Kind != kind || p.GetName() == "" {
-					return nil, "", false, false
-				}
-				trimManagedFields(p)
-				out = append(out, finish(apiVersion, kind, p.GetNamespace(), p.GetName(), p))
-			}
-			if _, err := dec.Token(); err != nil { // ]
-				return nil, "", false, false
+			var more bool
+			out, more, err = decodeItems[T, P](dec, opts, apiVersion, kind, page, max)
+			if more {
+				return out, "", true, true // the caller stops here: the rest is not decoded
 			}
 		default:
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return nil, "", false, false
-			}
+			err = dec.SkipValue()
+		}
+		if err != nil {
+			return nil, "", false, false
 		}
 	}
-	if _, err := dec.Token(); err != nil || !strings.HasSuffix(listKind, "List") {
+	if _, err := dec.ReadToken(); err != nil || !strings.HasSuffix(listKind, "List") {
 		return nil, "", false, false
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return nil, "", false, false // more after the List: not one List
 	}
 	if out == nil {
 		out = []*Object{}
 	}
 	return out, meta.Continue, true, false
+}
+
+// errNotOneKind stops a List's decode at an item of another kind or without a name.
+var errNotOneKind = errors.New("an item of another kind, or without a name")
+
+// decodeItems decodes a List's items array, all of apiVersion/kind (a page's items may
+// leave both out); more says it stopped at max items.
+func decodeItems[T any, P interface {
+	*T
+	listItem
+}](dec *jsontext.Decoder, opts jsonv2.Options, apiVersion, kind string, page bool, max int) (out []*Object, more bool, err error) {
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken() // "items": null
+		return nil, false, err
+	}
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != '[' {
+		return nil, false, errNotOneKind
+	}
+	for dec.PeekKind() != ']' {
+		if max >= 0 && len(out) >= max {
+			return out, true, nil
+		}
+		var it T
+		if err := jsonv2.UnmarshalDecode(dec, &it, opts); err != nil {
+			return nil, false, err
+		}
+		p := P(&it)
+		tm, ok := p.GetObjectKind().(*metav1.TypeMeta)
+		if ok && page && tm.APIVersion == "" && tm.Kind == "" {
+			tm.APIVersion, tm.Kind = apiVersion, kind
+		}
+		if !ok || tm.APIVersion != apiVersion || tm.Kind != kind || p.GetName() == "" {
+			return nil, false, errNotOneKind
+		}
+		trimManagedFields(p)
+		out = append(out, finish(apiVersion, kind, p.GetNamespace(), p.GetName(), p))
+	}
+	_, err = dec.ReadToken() // ]
+	return out, false, err
 }

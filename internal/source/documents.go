@@ -89,12 +89,14 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *finding.ScanError {
 	if apiVersion, kind, ok := listItemKind(data); ok {
 		room, why, whole := l.room(f, len(data))
-		objs, ok, more := snapshot.PrepareList(apiVersion, kind, data, room)
+		strs := l.takeStrings()
+		objs, ok, more := snapshot.PrepareList(apiVersion, kind, data, room, strs)
+		l.giveStrings(strs)
 		line := lineAt(data, int64(leadingSpace(data)))
 		if ok && (len(objs) > 0 || more) && l.admitAll(f, len(objs), len(data)) {
 			src := fmt.Sprintf("%s:%d", rel, line)
 			for i, o := range objs {
-				l.b.Add(cluster, fmt.Sprintf("%s items[%d]", src, i), o)
+				l.b.Add(cluster, src+" items["+strconv.Itoa(i)+"]", o)
 			}
 			f.objects += len(objs)
 			if more {

@@ -283,6 +283,30 @@ type loader struct {
 	// notRead counts the files left unread after it.
 	full    atomic.Pointer[finding.ScanError]
 	notRead atomic.Int64
+	// strs holds one string table per worker (snapshot.Strings is for one goroutine at a
+	// time): the objects of every file share their repeated strings.
+	strs chan *snapshot.Strings
+}
+
+// takeStrings returns a string table no other goroutine is using, or nil.
+func (l *loader) takeStrings() *snapshot.Strings {
+	select {
+	case s := <-l.strs:
+		return s
+	default:
+		return nil
+	}
+}
+
+// giveStrings returns a table taken with takeStrings.
+func (l *loader) giveStrings(s *snapshot.Strings) {
+	if s == nil {
+		return
+	}
+	select {
+	case l.strs <- s:
+	default:
+	}
 }
 
 const rootCluster = "\x00root"
@@ -323,6 +347,10 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 	l.declare(subs)
 
 	workers := runtime.GOMAXPROCS(0)
+	l.strs = make(chan *snapshot.Strings, workers)
+	for range workers {
+		l.strs <- new(snapshot.Strings)
+	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var done int
