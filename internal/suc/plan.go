@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -283,10 +284,22 @@ func (t *DrainTimeout) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration string.
 func (t DrainTimeout) MarshalJSON() ([]byte, error) { return json.Marshal(t.D.String()) }
 
-var kubeVersionRE = regexp.MustCompile(`^v?1\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?$`)
+var kubeVersionRE = regexp.MustCompile(`^v?1\.(\d+)\.\d+(?:[-+][0-9A-Za-z.+-]*)?$`)
+
+// minSUCKubeMinor is the oldest Kubernetes minor a system-upgrade-controller runs on (its Plan
+// CRD is apiextensions.k8s.io/v1, served from 1.16): a Plan version v1.4.2 is an OS or tool
+// version, not a Kubernetes one.
+const minSUCKubeMinor = 16
 
 // IsKubernetesVersion reports a Kubernetes version (v1.30.3, v1.30.3+rke2r1, v1.30.3-k3s1).
-func IsKubernetesVersion(v string) bool { return kubeVersionRE.MatchString(v) }
+func IsKubernetesVersion(v string) bool {
+	m := kubeVersionRE.FindStringSubmatch(v)
+	if m == nil {
+		return false
+	}
+	minor, err := strconv.Atoi(m[1])
+	return err == nil && minor >= minSUCKubeMinor
+}
 
 // UpgradesKubernetes reports a Plan that moves nodes to a Kubernetes version (the RKE2/K3s
 // upgrade Plans Rancher and the k3s/rke2 docs write): its version is a Kubernetes version, or

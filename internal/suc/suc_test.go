@@ -186,3 +186,17 @@ func TestPlanNodesAndImages(t *testing.T) {
 		t.Errorf("drain round trip: %s", b)
 	}
 }
+
+// An OS or tool Plan versioned v1.4.2 is not a Kubernetes upgrade: its version must not be
+// compared with the kubelet's (a node labelled done for it would read as "still on another
+// Kubernetes version"). Seen on the test bed with an os-hardening Plan.
+func TestIsKubernetesVersion(t *testing.T) {
+	for v, want := range map[string]bool{
+		"v1.30.3": true, "v1.30.3+rke2r1": true, "v1.30.3-k3s1": true, "1.33.0": true, "v1.16.0": true,
+		"v1.4.2": false, "v1.15.12": false, "v2.4.0": false, "latest": false, "": false,
+	} {
+		if got := IsKubernetesVersion(v); got != want {
+			t.Errorf("IsKubernetesVersion(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
