@@ -751,12 +751,8 @@ func retryRead(ctx context.Context, read func() error) error {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, wait) {
 			return err
-		case <-t.C:
 		}
 		if delay *= 2; delay > 3*time.Second {
 			delay = 3 * time.Second

@@ -153,13 +153,21 @@ func getJSON(ctx context.Context, client *http.Client, u string, into any) error
 		if !again || attempt == rancherAttempts {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, wait) {
 			return err
-		case <-t.C:
 		}
+	}
+}
+
+// sleepCtx waits d, or less if ctx ends first (false then).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
