@@ -14,16 +14,21 @@ import (
 // helmWaitLinksPods: a Helm wait that timed out is a symptom of the pods of the workload it
 // waited for. fleet/helm-wait-timeout-positive quotes Helm 4.2's message (the Deployment
 // named with its namespace); the same bundle quoting Helm 4.0's form (no namespace) links the
-// same way, the Deployment found by its name on the bundle's cluster.
+// same way, the Deployment found by its name on the bundle's cluster; so does a message naming
+// a StatefulSet before the Deployment.
 func helmWaitLinksPods(t *testing.T, root string) {
 	t.Helper()
 	src := filepath.Join(root, "fleet", "helm-wait-timeout-positive")
 	helm40 := copyScenario(t, src, strings.NewReplacer(
 		"resource Deployment/shop/web not ready. status: InProgress, message: Updated: 1/3",
 		"resource not ready, name: web, kind: Deployment, status: InProgress"))
+	several := copyScenario(t, src, strings.NewReplacer(
+		"resource Deployment/shop/web not ready.",
+		"resource StatefulSet/shop/db not ready. status: InProgress, message: Ready: 0/1\nresource Deployment/shop/web not ready."))
 	want := map[string][]string{
-		src:    {"fleet/bundle-err-applied", "helm/release-failed"},
-		helm40: {"fleet/bundle-err-applied"},
+		src:     {"fleet/bundle-err-applied", "helm/release-failed"},
+		helm40:  {"fleet/bundle-err-applied"},
+		several: {"fleet/bundle-err-applied", "helm/release-failed"},
 	}
 	for dir, symptoms := range want {
 		incs, _, _ := check.Evaluate(scenarioContext(t, dir), check.Filter{})
