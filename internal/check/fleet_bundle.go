@@ -57,7 +57,7 @@ var fleetBundles = Check{
 						f.Keys = append(f.Keys, AgentKey(fleetRef))
 					}
 					f.Evidence = bdEvidence(m, bd, st, msg)
-					f.Keys = append(f.Keys, waitedWorkloadKeys(ctx.Snap.Cluster(target), msg)...)
+					awaitWorkloads(&f, ctx.Snap.Cluster(target), msg)
 					f.Since = timePtr(since)
 					f.Vars = map[string]string{"bundle": bundle, "fleet-namespace": bd.Labels.Get(fleet.LabelBundleNamespace)}
 					if fc != nil && fleet.IsAgentBundle(bundle) {

@@ -92,6 +92,7 @@ func judgeRelease(ctx *Context, c *snapshot.Cluster, hist []*helmrelease.Release
 		f := base("helm/release-failed", fmt.Sprintf("Helm release %s/%s revision %d failed: %s", newest.Namespace, newest.Name, newest.Revision, orDash(newest.Description)))
 		f.Since = timePtr(since)
 		f.Signature = "helm-failed|" + chartSignature(newest)
+		awaitWorkloads(&f, c, newest.Description)
 		if b := bundleDeploymentFor(ctx, c, newest.Name); b != nil {
 			f.Vars["bundle"] = fleet.BundleName(b)
 			f.Vars["fleet-namespace"] = b.Labels.Get(fleet.LabelBundleNamespace)

@@ -97,11 +97,15 @@ func (c *Context) rank(id string) int {
 }
 
 // causeBefore orders an incident's findings: an error or worse before a warning or lower (an
-// error is never the symptom of a warning), then higher catalogue rank, then worse severity,
+// error is never the symptom of a warning), then a finding about a workload before one that
+// waited for it (awaits), then higher catalogue rank, then worse severity,
 // then the one that started first.
 func (c *Context) causeBefore(a, b finding.Finding) bool {
 	if ea, eb := a.Severity >= finding.Error, b.Severity >= finding.Error; ea != eb {
 		return ea
+	}
+	if awaits(a, b) != awaits(b, a) {
+		return awaits(b, a)
 	}
 	if ra, rb := c.rank(a.ID), c.rank(b.ID); ra != rb {
 		return ra > rb

@@ -160,9 +160,10 @@ var podScheduling = Check{
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		after := ctx.Thresholds.Duration("pod.pendingAfter")
+		waited := waitedWorkloads(ctx.Snap)
 		for _, c := range ctx.Snap.Clusters {
 			for _, p := range c.Pods {
-				if !watchedPod(p) || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+				if !judgedPod(c, p, waited) || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
 					continue
 				}
 				cond := podCondition(p, corev1.PodScheduled)
@@ -305,9 +306,10 @@ var podContainers = Check{
 		var out []finding.Finding
 		minRestarts := int32(ctx.Thresholds.Int("pod.crashloopMinRestarts"))
 		pendingAfter := ctx.Thresholds.Duration("pod.pendingAfter")
+		waited := waitedWorkloads(ctx.Snap)
 		for _, c := range ctx.Snap.Clusters {
 			for _, p := range c.Pods {
-				if !watchedPod(p) || p.DeletionTimestamp != nil {
+				if !judgedPod(c, p, waited) || p.DeletionTimestamp != nil {
 					continue
 				}
 				perPod := map[string]bool{} // a missing volume source blocks every container at once

@@ -259,7 +259,8 @@ func incidentWith(incs []finding.Incident, id, symptomID string) bool {
 // TestRootCausesLinkWhatTheyExplain: a root cause that explains another finding keeps it as a
 // symptom of its incident instead of hiding it. A clock that is behind explains an agent's
 // "certificate ... not yet valid"; a missing image on a moving tag keeps its floating-tag
-// finding, since the moving tag is why the image vanished.
+// finding, since the moving tag is why the image vanished; the pods of a workload a Helm wait
+// timed out on explain the failed release and bundle.
 func TestRootCausesLinkWhatTheyExplain(t *testing.T) {
 	root := filepath.Join("..", "..", "testdata", "scenarios")
 	for _, dir := range []string{"cluster/clock-skew-x509-log-positive", "cluster/real-k3s5163-clock-behind-positive"} {
@@ -300,4 +301,5 @@ func TestRootCausesLinkWhatTheyExplain(t *testing.T) {
 		}
 		t.Errorf("want suc/image-floating as a symptom of the suc/image-missing incident; got:\n%s", strings.Join(got, "\n"))
 	}
+	helmWaitLinksPods(t, root)
 }

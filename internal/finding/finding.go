@@ -112,6 +112,10 @@ type Finding struct {
 	// biting, a drain that would block): scan does not report it, and it never joins an
 	// incident scan reports.
 	PreflightOnly bool `json:"preflightOnly,omitempty"`
+	// Awaits are the keys (among Keys) of the workloads this finding's failure waited for,
+	// such as a Helm wait that timed out: a finding about one of them is its cause, whatever
+	// their catalogue ranks. Not part of the output.
+	Awaits []string `json:"-"`
 }
 
 // Incident groups the findings of one stuck upgrade, root cause first.

@@ -65,6 +65,16 @@ func TestParseWaitTimeout(t *testing.T) {
 			want:   &WaitTimeout{NotReady: []NotReadyResource{{Kind: "Deployment", Name: "web", Status: "InProgress"}}},
 		},
 		{
+			name:   "Helm 4.1.1 and later name kind, namespace and name, one line per resource",
+			source: "helm.sh/helm/v4 pkg/kube/statuswait.go (\"resource %s/%s/%s not ready. status: %s, message: %s\")",
+			msg: "Upgrade \"shop-app\" failed: resource Deployment/shop/web not ready. status: InProgress, message: Updated: 1/3\n" +
+				"resource StatefulSet/shop/db not ready. status: InProgress, message: Ready: 1/2\ncontext deadline exceeded",
+			want: &WaitTimeout{NotReady: []NotReadyResource{
+				{Kind: "Deployment", Namespace: "shop", Name: "web", Status: "InProgress"},
+				{Kind: "StatefulSet", Namespace: "shop", Name: "db", Status: "InProgress"},
+			}},
+		},
+		{
 			name:   "Helm 3 legacy waiter",
 			source: "helm/helm v3 pkg/kube/wait.go; k8s.io/apimachinery wait.ErrWaitTimeout",
 			msg:    "UPGRADE FAILED: timed out waiting for the condition",
