@@ -306,7 +306,7 @@ func TestResumeRefusesJournalStepEditedToAnotherObject(t *testing.T) {
 		}
 		return nil
 	}}
-	args := append([]string{"fix"}, f.args(append(flags, "--apply", "--yes", "--backup-dir", dir, "--verify-timeout", "20s")...)...)
+	args := append([]string{"fix"}, f.args(append(flags, "--apply", "--yes", "--backup-dir", dir)...)...)
 	if _, errOut, code := runCtx(execute.WithHooks(context.Background(), hooks), t, "", args...); !killed || code != 1 {
 		t.Fatalf("not killed after the Job deletion began (exit %d): %s", code, errOut)
 	}

@@ -649,7 +649,7 @@ func TestFaultFixApplyLostAnswers(t *testing.T) {
 			proxy.SetRules(testenv.Rule{Fault: tc.fault, Rate: 1, Match: nthRealWrite(tc.k...)})
 			proxy.On()
 			dir := filepath.Join(t.TempDir(), "backup")
-			args := append([]string{"fix"}, faulty.args(append(flags, "--apply", "--yes", "--backup-dir", dir, "--verify-timeout", "20s")...)...)
+			args := append([]string{"fix"}, faulty.args(append(flags, "--apply", "--yes", "--backup-dir", dir)...)...)
 			out, errOut, code := runCtx(context.Background(), t, "", args...)
 			t.Logf("exit %d (%s):\n%s%s", code, proxy.Summary(), out, errOut)
 			if got := proxy.Log(); len(got) != len(tc.k) {
@@ -672,8 +672,10 @@ func TestFaultFixApplyLostAnswers(t *testing.T) {
 				out, errOut, code = runCtx(context.Background(), t, "", args...)
 				t.Logf("rerun, exit %d:\n%s%s", code, out, errOut)
 			}
-			if code != 0 {
-				t.Fatalf("fix --apply exit %d, want 0", code)
+			// 3: every step applied once, the chain's last one unverified (no SUC controller
+			// runs here to finish the Plan on the nodes).
+			if code != 3 {
+				t.Fatalf("fix --apply exit %d, want 3", code)
 			}
 			checkChangedAndJournaled(t, before, everything(t, cfg), dir, want)
 			terminal, applied := terminalCount(t, dir)

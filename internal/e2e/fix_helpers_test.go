@@ -337,11 +337,13 @@ type fixRegistry struct{ host string }
 // narrows what is judged (as scan's does): the label on worker-2 is its own finding
 // (suc/node-label-blocks-rerun) grouped under the missing image, so both are named. (With
 // no SUC controller on the server, the deleted Jobs are not re-created and a rerun would
-// find worker-1 left cordoned: suc/node-left-cordoned, not named, so not planned.)
+// find worker-1 left cordoned: suc/node-left-cordoned, not named, so not planned.) For the
+// same reason the chain's last step never sees the Plan done on the nodes: it ends
+// unverified (exit 3) after --verify-timeout, kept short here.
 func sucImageFix(t *testing.T) (flags, changes []string) {
 	reg := startFixRegistry(t)
 	good := reg.pushIndex(t, "rancher/kubectl:v1.30.3", v1.Platform{OS: "linux", Architecture: "amd64"})
-	return []string{"--max-risk", "medium", "--only", "suc/image-missing", "--only", "suc/node-label-blocks-rerun", "--image=node-maintenance:upgrade=" + good},
+	return []string{"--max-risk", "medium", "--only", "suc/image-missing", "--only", "suc/node-label-blocks-rerun", "--verify-timeout", "2s", "--image=node-maintenance:upgrade=" + good},
 		[]string{
 			"Plan/system-upgrade/node-maintenance",
 			"Job/system-upgrade/apply-node-maintenance-on-prod-eu-1-worker-1-with-4ee557c-0598b",
