@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/unstick-dev/unstick/internal/plural"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,10 +16,12 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
 	"github.com/unstick-dev/unstick/internal/judge"
+	"github.com/unstick-dev/unstick/internal/plural"
 	"github.com/unstick-dev/unstick/internal/registry"
 	"github.com/unstick-dev/unstick/internal/remediate"
 	"github.com/unstick-dev/unstick/internal/remediate/execute"
 	"github.com/unstick-dev/unstick/internal/report"
+	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
 var fixFormats = []string{"table", "json"}
@@ -361,6 +363,11 @@ func (o *fixOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// What the interrupted run began and this one finished without seeing its outcome is
+		// not fixed: say so, and exit as an unverified run does.
+		if n := writeResumedUnverified(log, resumed); n > 0 {
+			return &FindingsError{Count: n, Severity: "unverified"}
+		}
 		// Nothing automatic left to do, but incidents whose only steps are guided (listed
 		// above) are still open: the same exit as the printed plan.
 		return o.planExit(plan, rep)
@@ -407,7 +414,30 @@ func (o *fixOptions) run(ctx context.Context) error {
 	if n := o.remaining(plan, rep, res); n > 0 {
 		return &FindingsError{Count: n, Severity: "open"}
 	}
+	if n := writeResumedUnverified(log, resumed); n > 0 {
+		return &FindingsError{Count: n, Severity: "unverified"}
+	}
 	return nil
+}
+
+// writeResumedUnverified lists the steps an interrupted run began that this run finished
+// without seeing their outcome (no later resumed step verified), and returns how many.
+func writeResumedUnverified(w io.Writer, resumed *execute.Result) int {
+	if resumed == nil {
+		return 0
+	}
+	n := 0
+	for i, o := range resumed.Resumed {
+		if o.Status != execute.StatusUnverified || slices.ContainsFunc(resumed.Resumed[i+1:], func(p execute.Outcome) bool { return p.Status == execute.StatusVerified }) {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(w, "\nFinished from the interrupted run, written but not verified (not fixed):")
+		}
+		n++
+		fmt.Fprintf(w, "  [%d] %s %s: %s\n", o.Number, o.Step.Action, o.Step.Target.Ref()+" on "+o.Step.Target.Cluster, textsafe.Line(o.Message))
+	}
+	return n
 }
 
 // applyHint is the plan's closing line: how to carry it out, fitted to the input (a plan from
