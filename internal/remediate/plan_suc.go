@@ -224,14 +224,20 @@ func awaitUpgrade(c *snapshot.Cluster, p *suc.Plan, chain []Step) []Step {
 		return chain
 	}
 	sort.Strings(nodes)
-	s := &chain[last]
-	s.Upgrades = &PlanNodesRef{Cluster: c.Name, Namespace: p.Namespace, Plan: p.Name, Nodes: nodes}
+	ref := PlanNodesRef{Cluster: c.Name, Namespace: p.Namespace, Plan: p.Name, Nodes: nodes}
 	for _, j := range p.JobsOf(c.Jobs) {
-		s.Upgrades.Jobs = append(s.Upgrades.Jobs, string(j.UID))
+		ref.Jobs = append(ref.Jobs, string(j.UID))
 	}
-	s.Verify += fmt.Sprintf("; and Plan %s/%s is done on node(s) %s: the node's %s label reads the Plan's status.latestHash, or a new Job of the Plan for it is Complete",
-		p.Namespace, p.Name, strings.Join(nodes, ", "), suc.LabelPlanName(p.Name))
+	chain[last].AwaitPlanDone(ref)
 	return chain
+}
+
+// AwaitPlanDone makes the step's verification wait, after its own change, for the Plan done on
+// the nodes ref names, and says so in its Verify text. It only adds reads.
+func (s *Step) AwaitPlanDone(ref PlanNodesRef) {
+	s.Upgrades = &ref
+	s.Verify += fmt.Sprintf("; and Plan %s/%s is done on node(s) %s: the node's %s label reads the Plan's status.latestHash, or a new Job of the Plan for it is Complete",
+		ref.Namespace, ref.Plan, strings.Join(ref.Nodes, ", "), suc.LabelPlanName(ref.Plan))
 }
 
 // stepNode is the node a Plan step concerns: the node of the Job it deletes, the node whose

@@ -311,6 +311,7 @@ func Resume(ctx context.Context, opts Options, plan *remediate.Plan) (*Result, e
 			}
 			switch {
 			case ok:
+				st = carryWait(st, old, u, i)
 				status, msg, err = e.runStep(ctx, st, u)
 			case chained:
 				// Held, like any step, to the UID and resourceVersion its plan read.
@@ -351,6 +352,20 @@ func Resume(ctx context.Context, opts Options, plan *remediate.Plan) (*Result, e
 		}
 	}
 	return res, nil
+}
+
+// carryWait keeps the outcome an interrupted SUC chain was to wait for when its last step is
+// finished as the new plan has it. Made once the chain's earlier writes are in, the new plan
+// may hold that step in a chain of its own whose wait (Step.Upgrades) sits on a later step, or
+// nowhere: run alone, the step would be verified by its own write, and a Plan the controller
+// never ran again would read as fixed. The wait is taken from the journal only where it names
+// the step's own cluster, and it adds reads, never a write.
+func carryWait(st, old remediate.Step, u []remediate.Step, i int) remediate.Step {
+	if i != len(u)-1 || st.Upgrades != nil || old.Upgrades == nil || old.Upgrades.Cluster != st.Cluster {
+		return st
+	}
+	st.AwaitPlanDone(*old.Upgrades)
+	return st
 }
 
 // chainContinues reports whether step i of an interrupted SUC image chain may run although
