@@ -31,7 +31,7 @@ var fleetTargeting = Check{
 					continue
 				}
 				mine := bds[b.Namespace+"/"+b.Name]
-				for _, judge := range []func(*Context, *snapshot.Cluster, *fleetv1.Bundle, []*snapshot.BundleDeployment, time.Duration) (finding.Finding, bool){targetingError, missingDeployments, staleManifests} {
+				for _, judge := range []func(*Context, *snapshot.Cluster, *fleetv1.Bundle, []*snapshot.BundleDeployment, time.Duration) (finding.Finding, bool){deletionHeld, targetingError, missingDeployments, staleManifests} {
 					if f, ok := judge(ctx, m, b, mine, after); ok {
 						out = append(out, f)
 						break
@@ -50,6 +50,69 @@ func bdsByBundle(m *snapshot.Cluster) map[string][]*snapshot.BundleDeployment {
 		out[k] = append(out[k], bd)
 	}
 	return out
+}
+
+// deletionHeld is a Bundle deleted longer ago than the threshold and still there, held by
+// its finalizers (rancher/fleet#3881, #2768): the controller neither finishes deleting it nor
+// reconciles it, and the gitjob cannot write a Bundle of that name again until it is gone.
+// Its BundleDeployments still being deleted are named: their finalizer is what usually holds.
+func deletionHeld(ctx *Context, m *snapshot.Cluster, b *fleetv1.Bundle, bds []*snapshot.BundleDeployment, after time.Duration) (finding.Finding, bool) {
+	if b.DeletionTimestamp == nil || ctx.Age(b.DeletionTimestamp.Time) < after {
+		return finding.Finding{}, false
+	}
+	since := b.DeletionTimestamp.Time
+	f := targetingFinding(ctx, m, b, fmt.Sprintf("bundle %s/%s was deleted %s ago and is still held by finalizer(s) %s: its clusters get neither its removal nor a new version", b.Namespace, b.Name, human(ctx.Age(since)), orNone(b.Finalizers)), since)
+	f.Evidence = []finding.Evidence{ev(sourceOf(m, bundleObjRef(b)), "metadata.deletionTimestamp=%s finalizers=%s", since.UTC().Format(time.RFC3339), orNone(b.Finalizers))}
+	held := 0
+	for _, bd := range bds {
+		if bd.DeletionTimestamp == nil {
+			continue
+		}
+		if held++; held <= 5 {
+			f.Evidence = append(f.Evidence, ev(sourceOf(m, bdRef(bd)), "BundleDeployment being deleted since %s", bd.DeletionTimestamp.UTC().Format(time.RFC3339)))
+		}
+	}
+	if held > 5 {
+		f.Evidence = append(f.Evidence, ev(sourceOf(m, bundleObjRef(b)), "%d more BundleDeployments of it being deleted", held-5))
+	}
+	f.Signature = "bundle-not-targeted|deletion-held"
+	f.Remediation = deletionHeldSteps(f.Remediation, b)
+	return f, true
+}
+
+// deletionHeldSteps keeps the catalogue's look and restart rungs for a Bundle held by its
+// finalizers (a force-sync of an object being deleted does nothing) and adds the manual way
+// out Fleet's maintainers give, marked for what it skips.
+func deletionHeldSteps(steps []finding.Step, b *fleetv1.Bundle) []finding.Step {
+	var out []finding.Step
+	for _, st := range steps {
+		switch st.Rung {
+		case "resync":
+			continue
+		case "restart":
+			st.Action = "Restart the controller: once a Bundle's BundleDeployments are gone its reconciler removes the Bundle's finalizer."
+		}
+		out = append(out, st)
+	}
+	ns, name := b.Namespace, b.Name
+	return append(out, finding.Step{
+		Rung:   "repair",
+		Action: "If the restarted controller still leaves the Bundle and its BundleDeployments, remove their finalizers by hand.",
+		Risk:   "high",
+		Commands: []string{
+			fmt.Sprintf("kubectl get bundledeployments.fleet.cattle.io -A -l fleet.cattle.io/bundle-name=%s,fleet.cattle.io/bundle-namespace=%s -o custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,DELETED:.metadata.deletionTimestamp,FINALIZERS:.metadata.finalizers", name, ns),
+			fmt.Sprintf("kubectl get bundledeployments.fleet.cattle.io -A -l fleet.cattle.io/bundle-name=%s,fleet.cattle.io/bundle-namespace=%s -o jsonpath='{range .items[?(@.metadata.deletionTimestamp)]}{.metadata.namespace}{\" \"}{.metadata.name}{\"\\n\"}{end}' | while read -r ns bd; do kubectl -n \"$ns\" patch bundledeployments.fleet.cattle.io \"$bd\" --type merge -p '{\"metadata\":{\"finalizers\":[]}}'; done", name, ns),
+			fmt.Sprintf("kubectl -n %s patch bundles.fleet.cattle.io %s --type merge -p '{\"metadata\":{\"finalizers\":[]}}'", ns, name),
+		},
+		Notes: []string{"Removing a finalizer skips what it guards: the BundleDeployment's finalizer is how the agent is told to uninstall the bundle's release downstream. Remove it only for clusters that are gone or where the release is to stay."},
+	})
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "(none)"
+	}
+	return "[" + strings.Join(s, ", ") + "]"
 }
 
 // targetingError is the controller's "targeting error: …" on the Bundle's Ready condition

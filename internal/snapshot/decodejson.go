@@ -90,7 +90,7 @@ func readField(dec *jsontext.Decoder, s *string, strs *Strings) error {
 }
 
 // metaFields are the JSON names of Meta's fields.
-var metaFields = [...]string{"name", "namespace", "uid", "resourceVersion", "labels"}
+var metaFields = [...]string{"name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp"}
 
 // readMeta decodes a slim object's metadata field by field, skipping what Meta does not
 // keep. The namespace and labels go through the table; the name, UID and resource version,
@@ -146,6 +146,8 @@ func readMetaField(dec *jsontext.Decoder, m *Meta, field int, strs *Strings) err
 		return readField(dec, &m.ResourceVersion, nil)
 	case 4:
 		return readLabels(dec, &m.Labels, strs)
+	case 5:
+		return jsonv2.UnmarshalDecode(dec, &m.DeletionTimestamp, jsonv1.DefaultOptionsV1())
 	}
 	return dec.SkipValue()
 }

@@ -13,7 +13,7 @@ import (
 // A List of BundleDeployments decodes in one pass exactly as encoding/json decodes each item,
 // whatever the quirks of the bytes: escaped and invalid UTF-8 strings, field names in
 // another case, a label given twice, labels that are null, an escaped label name, a
-// condition without a message, a null UID. Objects decoded through one string table share
+// condition without a message, a null UID, an object being deleted. Objects decoded through one string table share
 // the strings they repeat, and a name is never confused with another.
 func TestPrepareListDecodesAsEncodingJSON(t *testing.T) {
 	items := []string{
@@ -24,6 +24,7 @@ func TestPrepareListDecodesAsEncodingJSON(t *testing.T) {
 		bdJSON("monitoring-stack", "cluster-fleet-default-c-m-2-9f8e", `null`,
 			`[{"type":"Ready","status":"True","lastUpdateTime":"2026-10-29T09:30:00Z"},{"type":"Installed","status":"True"}]`),
 		strings.NewReplacer(`"status":{`, `"Status":{`, `"name":"logging"`, `"NAME":"logging","uid":null`).Replace(bdJSON("logging", "cluster-fleet-default-c-m-2-9f8e", `{}`, `[]`)),
+		strings.Replace(bdJSON("being-deleted", "cluster-fleet-default-c-m-2-9f8e", `{}`, `[]`), `"generation":3,`, `"generation":3,"deletionTimestamp":"2026-10-30T09:30:00Z","finalizers":["fleet.cattle.io/bundle-deployment-finalizer"],`, 1),
 	}
 	list := []byte(`{"apiVersion":"v1","items":[` + strings.Join(items, ",") + `],"kind":"List","metadata":{"resourceVersion":""}}`)
 	var strs snapshot.Strings
@@ -40,6 +41,9 @@ func TestPrepareListDecodesAsEncodingJSON(t *testing.T) {
 		if !reflect.DeepEqual(got, &want) {
 			t.Errorf("item %d:\n got %+v\nwant %+v", i, got, &want)
 		}
+	}
+	if d := objs[4].Typed().(*snapshot.BundleDeployment).DeletionTimestamp; d == nil || d.UTC().Format("2006-01-02T15:04:05Z") != "2026-10-30T09:30:00Z" {
+		t.Errorf("deletionTimestamp not kept: %v", d)
 	}
 	a, b := objs[1].Typed().(*snapshot.BundleDeployment), objs[2].Typed().(*snapshot.BundleDeployment)
 	if a.Spec.DeploymentID != b.Spec.DeploymentID || unsafe.StringData(a.Spec.DeploymentID) != unsafe.StringData(b.Spec.DeploymentID) {

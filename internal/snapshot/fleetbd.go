@@ -31,6 +31,8 @@ type Meta struct {
 	UID             types.UID `json:"uid,omitempty"`
 	ResourceVersion string    `json:"resourceVersion,omitempty"`
 	Labels          Labels    `json:"labels,omitempty"`
+	// DeletionTimestamp says the object is being deleted (held by a finalizer while set).
+	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
 }
 
 func (m *Meta) GetName() string                              { return m.Name }
