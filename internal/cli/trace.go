@@ -54,7 +54,7 @@ held nothing to trace; 1 unstick itself failed; 2 usage error.`,
   unstick trace platform --from examples/fleet-upgrade-stuck
 
   # One Bundle, and a commit by its prefix
-  unstick trace bundle/fleet-default/fleet-agent-c-m-4x7kq2zt --from examples/fleet-upgrade-stuck
+  unstick trace bundle/fleet-default/platform-apf --from examples/fleet-upgrade-stuck
   unstick trace --commit a1462e4 --from examples/fleet-upgrade-stuck
 
   # Live: the current context, or every cluster a Rancher user may see through Rancher

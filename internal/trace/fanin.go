@@ -96,4 +96,3 @@ func num(n int) string {
 	}
 	return s
 }
-

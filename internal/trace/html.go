@@ -53,4 +53,3 @@ func badge(status string) string {
 	}
 	return "info"
 }
-

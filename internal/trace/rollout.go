@@ -114,4 +114,3 @@ func statefulSetState(cluster string, ss *appsv1.StatefulSet) workloadState {
 	w.detail = fmt.Sprintf("%d/%d updated, %d ready", s.UpdatedReplicas, want, s.ReadyReplicas)
 	return w
 }
-
