@@ -46,7 +46,7 @@ changed.
 Reports: -o table (default), json (schemaVersion 1, docs/trace.md) or html (one
 self-contained page styled as scan's report); --output-file writes it to a file.
 
-Exit codes: 0 the change reached every stage that was read, or is still moving with nothing
+Exit codes: 0 the change reached every stage that was read, or is pending with no incident
 saying it is stuck; 3 it stopped (a stage failed, or scan holds an incident about the stage
 that has not moved); 4 the input matched nothing (the name, namespace or commit is named) or
 held nothing to trace; 1 unstick itself failed; 2 usage error.`,
@@ -139,7 +139,7 @@ func (o *traceOptions) run(ctx context.Context) error {
 	opts.Images = in.facts
 	opts.Errors = in.registryErrors
 	res := judge.Judge(in.snap, opts)
-	tr := trace.Build(in.snap, res.Report, o.target, subj)
+	tr := trace.Build(in.snap, res.Report, o.judge.cat, o.target, subj)
 	ropts := trace.RenderOptions{Width: terminalWidth(o.s.Out), Name: o.g.displayName, Version: versionString()}
 	if err := writeOutput(o.outputFile, o.s.Out, func(w io.Writer) error { return trace.Render(w, tr, o.output, ropts) }); err != nil {
 		return fmt.Errorf("writing the trace: %w", err)

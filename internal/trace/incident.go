@@ -3,6 +3,7 @@ package trace
 import (
 	"sort"
 
+	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/report"
 )
@@ -10,9 +11,10 @@ import (
 // attachIncidents ties the trace to the judgement: the incident about the objects where the
 // change stopped is the trace's incident (a stage not reached that an incident is about has
 // stopped, not merely not arrived yet); the other incidents about objects of the chain are
-// related.
-func attachIncidents(tr *Trace, rep *report.Report) {
-	about := incidentIndex(rep.Incidents)
+// related. An incident whose root cause the catalogue marks a risk (what an upgrade will run
+// into, not something stuck) never explains a stop: it is related.
+func attachIncidents(tr *Trace, rep *report.Report, cat *catalog.Catalog) {
+	about := incidentIndex(rep.Incidents, func(id string) bool { return !isRisk(cat, id) })
 	if tr.StoppedAt != "" {
 		if n := firstMatch(about, stoppedRefs(tr)); n > 0 {
 			tr.Incident = incidentRef(rep.Incidents, n)
@@ -21,7 +23,7 @@ func attachIncidents(tr *Trace, rep *report.Report) {
 			tr.Verdict = VerdictStopped
 		}
 	}
-	for _, n := range allMatches(about, chainRefs(tr)) {
+	for _, n := range allMatches(incidentIndex(rep.Incidents, nil), chainRefs(tr)) {
 		if tr.Incident == nil || n != tr.Incident.Number {
 			tr.Related = append(tr.Related, *incidentRef(rep.Incidents, n))
 		}
@@ -29,10 +31,13 @@ func attachIncidents(tr *Trace, rep *report.Report) {
 }
 
 // incidentIndex maps each object a finding is about to the numbers (1-based) of the incidents
-// holding such a finding.
-func incidentIndex(incs []finding.Incident) map[objKey][]int {
+// holding such a finding, among those whose root cause keep accepts (nil: all).
+func incidentIndex(incs []finding.Incident, keep func(id string) bool) map[objKey][]int {
 	out := map[objKey][]int{}
 	for i, inc := range incs {
+		if keep != nil && !keep(inc.RootCause.ID) {
+			continue
+		}
 		for _, f := range append([]finding.Finding{inc.RootCause}, inc.Symptoms...) {
 			k := objKey{f.Cluster, f.Object.Kind, f.Object.Namespace, f.Object.Name}
 			out[k] = append(out[k], i+1)
@@ -102,6 +107,14 @@ func chainRefs(tr *Trace) []objKey {
 
 func perCluster(stage string) bool {
 	return stage == StageDeployment || stage == StageRelease || stage == StageRollout
+}
+
+func isRisk(cat *catalog.Catalog, id string) bool {
+	if cat == nil {
+		return false
+	}
+	e, ok := cat.Get(id)
+	return ok && e.Risk
 }
 
 func incidentRef(incs []finding.Incident, n int) *IncidentRef {

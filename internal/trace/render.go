@@ -85,8 +85,8 @@ func tableVerdict(tr *Trace) string {
 	switch tr.Verdict {
 	case VerdictStopped:
 		return "STOPPED at " + tr.StoppedAt
-	case VerdictMoving:
-		return "NOT YET at " + tr.StoppedAt + " (moving: no finding says it is stuck)"
+	case VerdictPending:
+		return "NOT YET at " + tr.StoppedAt + " (pending: no incident says it is stuck)"
 	}
 	return "REACHED: the change is rolled out wherever it was read"
 }

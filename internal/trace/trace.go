@@ -7,6 +7,7 @@ package trace
 import (
 	"time"
 
+	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -49,8 +50,10 @@ const (
 	// VerdictStopped: a stage failed, or has not moved and the judgement holds an incident
 	// about it.
 	VerdictStopped = "stopped"
-	// VerdictMoving: a stage has not been reached yet, and nothing says it is stuck.
-	VerdictMoving = "moving"
+	// VerdictPending: a stage has not been reached yet, and no incident says it is stuck (a
+	// sync in progress, a paused BundleDeployment, or a risk the judgement reports but that
+	// does not hold the change).
+	VerdictPending = "pending"
 )
 
 // Trace is one change's way through the pipeline.
@@ -135,7 +138,7 @@ type objKey struct{ cluster, kind, namespace, name string }
 
 // Build follows subj's change through the snapshot and ties the stage where it stopped to the
 // report's incidents.
-func Build(s *snapshot.Snapshot, rep *report.Report, t Target, subj *Subject) *Trace {
+func Build(s *snapshot.Snapshot, rep *report.Report, cat *catalog.Catalog, t Target, subj *Subject) *Trace {
 	tr := &Trace{SchemaVersion: SchemaVersion, EvaluatedAt: rep.EvaluatedAt, Input: t.String(), Commit: subj.Commit, Note: subj.Note, Management: subj.Management.Name}
 	if subj.RepoName != "" {
 		tr.GitRepo = subj.RepoNamespace + "/" + subj.RepoName
@@ -149,7 +152,7 @@ func Build(s *snapshot.Snapshot, rep *report.Report, t Target, subj *Subject) *T
 		tr.Stages = append(tr.Stages, fanIn(name, tr.Clusters))
 	}
 	markStopped(tr)
-	attachIncidents(tr, rep)
+	attachIncidents(tr, rep, cat)
 	return tr
 }
 
@@ -166,7 +169,7 @@ func markStopped(tr *Trace) {
 	if k := firstNotReached(tr.Stages); k >= 0 {
 		tr.Stages[k].Stopped = true
 		tr.StoppedAt = tr.Stages[k].Name
-		tr.Verdict = VerdictMoving
+		tr.Verdict = VerdictPending
 		if tr.Stages[k].Status == Failed {
 			tr.Verdict = VerdictStopped
 		}
