@@ -152,3 +152,32 @@ status:
 		t.Errorf("the table carries an escape sequence or does not mark the commit stage:\n%s", table)
 	}
 }
+
+// TestTraceBehindAStop: while the gitjob cannot run, the BundleDeployments are Ready — on the
+// previous change. The trace does not call that reached, and names the cluster as Rancher
+// shows it though the cluster itself was not read.
+func TestTraceBehindAStop(t *testing.T) {
+	from := filepath.Join("..", "..", "testdata", "scenarios", "fleet", "gitrepo-not-syncing-quota-positive")
+	out, errOut, _ := run(t, "trace", "platform", "--from", from, "--now", "2026-11-28T09:30:00Z", "-o", "json")
+	var tr struct {
+		Stages []struct {
+			Name   string `json:"stage"`
+			Status string `json:"status"`
+			Detail string `json:"detail"`
+		} `json:"stages"`
+		Clusters []struct {
+			Cluster string `json:"cluster"`
+		} `json:"clusters"`
+	}
+	if err := json.Unmarshal([]byte(out), &tr); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	for _, st := range tr.Stages {
+		if st.Name == "bundledeployment" && (st.Status != "waiting" || !strings.Contains(st.Detail, "has not arrived")) {
+			t.Errorf("BundleDeployments on the previous change read as %s: %q", st.Status, st.Detail)
+		}
+	}
+	if len(tr.Clusters) != 2 || tr.Clusters[0].Cluster != "prod-eu-1" {
+		t.Errorf("rows %+v, want two on prod-eu-1 (the Fleet Cluster's display name)", tr.Clusters)
+	}
+}

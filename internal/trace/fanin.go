@@ -16,13 +16,18 @@ func fanIn(name string, rows []ClusterRow) Stage {
 	st := Stage{Name: name}
 	count := map[string]int{}
 	var stopped []string
+	multi := manyBundles(rows)
 	for _, r := range rows {
 		s := rowStage(r, name)
 		count[s.Status]++
 		st.refs = append(st.refs, s.refs...)
 		switch {
 		case s.Status == Failed || s.Status == Waiting:
-			stopped = append(stopped, r.Cluster+" ("+firstLine(s.Detail)+")")
+			who := r.Cluster
+			if multi {
+				who += " " + r.Bundle
+			}
+			stopped = append(stopped, who+" ("+firstLine(s.Detail)+")")
 		case s.Status == Reached && s.At != nil && (st.At == nil || s.At.After(*st.At)):
 			st.At = s.At
 		}
@@ -33,6 +38,15 @@ func fanIn(name string, rows []ClusterRow) Stage {
 	}
 	st.Detail = fanDetail(name, count, len(rows), stopped)
 	return st
+}
+
+func manyBundles(rows []ClusterRow) bool {
+	for _, r := range rows {
+		if r.Bundle != rows[0].Bundle {
+			return true
+		}
+	}
+	return false
 }
 
 func rowStage(r ClusterRow, name string) Stage {

@@ -49,9 +49,11 @@ func bundleDeployments(m *snapshot.Cluster, b *fleetv1.Bundle) []*snapshot.Bundl
 func clusterRow(s *snapshot.Snapshot, subj *Subject, b *fleetv1.Bundle, bd *snapshot.BundleDeployment) ClusterRow {
 	fc := bd.Labels.Get(fleet.LabelClusterNS) + "/" + bd.Labels.Get(fleet.LabelClusterName)
 	down := s.ClusterForFleet(fc)
-	row := ClusterRow{Cluster: bd.Labels.Get(fleet.LabelClusterName), FleetCluster: fc, Bundle: b.Namespace + "/" + b.Name}
+	row := ClusterRow{Cluster: bd.Labels.Get(fleet.LabelClusterName), FleetCluster: fc, Bundle: b.Namespace + "/" + b.Name, commit: b.Labels[fleet.LabelCommit]}
 	if down != nil {
 		row.Cluster = down.Name
+	} else if n := displayName(subj.Management, fc); n != "" {
+		row.Cluster = n
 	}
 	rel := releaseName(bd)
 	row.Stages = []Stage{bdStage(subj, bd), releaseStage(down, rel), rolloutStage(down, rel)}
@@ -86,6 +88,17 @@ func missingRow(b *fleetv1.Bundle, n int) ClusterRow {
 		Stages: []Stage{st, {Name: StageRelease, Status: NotRead}, {Name: StageRollout, Status: NotRead}}}
 }
 
+// displayName is the name Rancher shows for Fleet Cluster namespace/name (its
+// management.cattle.io/cluster-display-name label), for a cluster that was not read.
+func displayName(m *snapshot.Cluster, nsName string) string {
+	for _, fc := range m.FleetClusters {
+		if fc.Namespace+"/"+fc.Name == nsName {
+			return fc.Labels[snapshot.LabelRancherDisplayName]
+		}
+	}
+	return ""
+}
+
 // releaseName is the Helm release a BundleDeployment deploys: its releaseName option, else
 // the Bundle's name (Fleet's default).
 func releaseName(bd *snapshot.BundleDeployment) string {
@@ -97,17 +110,13 @@ func releaseName(bd *snapshot.BundleDeployment) string {
 
 // bdStage: the agent applied the deployment the controller wants (appliedDeploymentID =
 // deploymentID = stagedDeploymentID) for the commit followed, read from the
-// BundleDeployment's spec, status and Deployed condition.
+// BundleDeployment's spec, status and Deployed condition. (Which commit a BundleDeployment
+// deploys is its Bundle's: the rows of a Bundle still at another commit are marked so.)
 func bdStage(subj *Subject, bd *snapshot.BundleDeployment) Stage {
 	st := Stage{Name: StageDeployment, Objects: []string{"BundleDeployment/" + bd.Namespace + "/" + bd.Name},
 		refs: []objKey{{subj.Management.Name, "BundleDeployment", bd.Namespace, bd.Name}}}
 	state := fleet.BDState(bd)
 	deployed := fleet.Condition(bd.Status.Conditions, "Deployed")
-	if c := bd.Labels.Get(fleet.LabelCommit); subj.Commit != "" && c != "" && c != subj.Commit {
-		st.Status = Waiting
-		st.Detail = fmt.Sprintf("BundleDeployment still at commit %s (%s)", short(c), state)
-		return st
-	}
 	switch state {
 	case fleet.StateErrApplied:
 		st.Status, st.At = Failed, condTime(deployed)

@@ -114,6 +114,8 @@ type ClusterRow struct {
 	Stages       []Stage `json:"stages"`
 	// StoppedAt is the first of this row's stages not reached.
 	StoppedAt string `json:"stoppedAt,omitempty"`
+
+	commit string // the Bundle's fleet.cattle.io/commit label
 }
 
 // IncidentRef is an incident of the judgement, as scan numbers and names it.
@@ -148,12 +150,33 @@ func Build(s *snapshot.Snapshot, rep *report.Report, cat *catalog.Catalog, t Tar
 	}
 	tr.Stages = []Stage{commitStage(subj), jobStage(subj), bundleStage(subj)}
 	tr.Clusters = clusterRows(s, subj)
+	if firstNotReached(tr.Stages) >= 0 {
+		markPrevious(tr.Clusters, subj.Commit)
+	}
 	for _, name := range []string{StageDeployment, StageRelease, StageRollout} {
 		tr.Stages = append(tr.Stages, fanIn(name, tr.Clusters))
 	}
 	markStopped(tr)
 	attachIncidents(tr, rep, cat)
 	return tr
+}
+
+// markPrevious rewrites, when the change has not got through the management side, the rows
+// of the Bundles that do not carry the commit: what they show reached is the previous change,
+// and the new one has not arrived there.
+func markPrevious(rows []ClusterRow, commit string) {
+	for i := range rows {
+		if rows[i].commit != "" && rows[i].commit == commit {
+			continue
+		}
+		for k := range rows[i].Stages {
+			st := &rows[i].Stages[k]
+			if st.Status == Reached {
+				st.Status, st.At = Waiting, nil
+				st.Detail = "the change has not arrived; the previous one: " + st.Detail
+			}
+		}
+	}
 }
 
 // markStopped marks the first stage that was not reached, and each row's.
