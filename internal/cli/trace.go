@@ -139,6 +139,10 @@ func (o *traceOptions) run(ctx context.Context) error {
 	opts.Images = in.facts
 	opts.Errors = in.registryErrors
 	res := judge.Judge(in.snap, opts)
+	// A part of the input not read shows as not-read stages; say what it was.
+	for _, gap := range res.Report.Gaps() {
+		o.g.log.Warn("not read: " + gap)
+	}
 	tr := trace.Build(in.snap, res.Report, o.judge.cat, o.target, subj)
 	ropts := trace.RenderOptions{Width: terminalWidth(o.s.Out), Name: o.g.displayName, Version: versionString()}
 	if err := writeOutput(o.outputFile, o.s.Out, func(w io.Writer) error { return trace.Render(w, tr, o.output, ropts) }); err != nil {

@@ -181,3 +181,25 @@ func TestTraceBehindAStop(t *testing.T) {
 		t.Errorf("rows %+v, want two on prod-eu-1 (the Fleet Cluster's display name)", tr.Clusters)
 	}
 }
+
+// TestTraceDocsShowRealOutput holds docs/trace.md to what trace prints: its table and JSON
+// examples are the output of the command they show.
+func TestTraceDocsShowRealOutput(t *testing.T) {
+	t.Setenv("COLUMNS", "100")
+	b, err := os.ReadFile("../../docs/trace.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	from := "testdata/scenarios/fleet/gitrepo-not-syncing-quota-positive"
+	args := []string{"trace", "platform", "--from", "../../" + from, "--now", "2026-11-28T09:30:00Z"}
+	table, _, _ := run(t, args...)
+	prompt := "$ unstick trace platform --from " + from + " --now 2026-11-28T09:30:00Z\n"
+	if !strings.Contains(doc, prompt+table+"$ echo $?\n3\n") {
+		t.Errorf("docs/trace.md's table is not what trace prints now:\n%s", table)
+	}
+	js, _, _ := run(t, append(args, "-o", "json")...)
+	if !strings.Contains(doc, "```json\n"+js+"```") {
+		t.Errorf("docs/trace.md's JSON is not what trace prints now:\n%s", js)
+	}
+}
