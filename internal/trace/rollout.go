@@ -85,7 +85,10 @@ func deploymentState(cluster string, d *appsv1.Deployment) workloadState {
 	}
 	s := d.Status
 	w.done = s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas >= want && s.Replicas == want
-	w.detail = fmt.Sprintf("%d/%d updated, %d available", s.UpdatedReplicas, want, s.AvailableReplicas)
+	w.detail = fmt.Sprintf("%d/%d updated, %d available, %d in all (old ones not yet gone)", s.UpdatedReplicas, want, s.AvailableReplicas, s.Replicas)
+	if s.Replicas <= want {
+		w.detail = fmt.Sprintf("%d/%d updated, %d available", s.UpdatedReplicas, want, s.AvailableReplicas)
+	}
 	for _, cd := range s.Conditions {
 		if cd.Type == appsv1.DeploymentProgressing && cd.Status == corev1.ConditionTrue {
 			w.at = timePtr(cd.LastUpdateTime.Time)

@@ -186,7 +186,10 @@ func bundleStage(s *Subject) Stage {
 		return st
 	}
 	st.Status, st.At = Reached, newestCondition(s.Bundles)
-	st.Detail = fmt.Sprintf("%d %s at commit %s", len(s.Bundles), plural(len(s.Bundles), "Bundle", "Bundles"), orNone(short(s.Commit)))
+	st.Detail = fmt.Sprintf("%d %s at commit %s", len(s.Bundles), plural(len(s.Bundles), "Bundle", "Bundles"), short(s.Commit))
+	if s.Commit == "" {
+		st.Detail = fmt.Sprintf("%d %s, no commit label", len(s.Bundles), plural(len(s.Bundles), "Bundle", "Bundles"))
+	}
 	return st
 }
 
