@@ -79,13 +79,13 @@ held nothing to trace; 1 unstick itself failed; 2 usage error.`,
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "", "offline bundle to read: a directory or a .tar.gz/.tgz file")
 	f.StringVar(&o.commit, "commit", "", "follow this commit (a SHA or a prefix of at least 4 hex digits) instead of a named GitRepo or Bundle")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(trace.Formats, "|"))
+	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(trace.Formats(), "|"))
 	f.StringVar(&o.outputFile, "output-file", "", "write the trace to this file instead of stdout (the exit code is the same)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	o.judge.addFlags(f, "", "")
 	o.kube.addFlags(f)
 	o.reg.addFlags(f)
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(trace.Formats...))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(trace.Formats()...))
 	o.judge.registerCompletions(cmd)
 	return cmd
 }
@@ -113,12 +113,12 @@ func (o *traceOptions) validate() error {
 	if err := validateFrom(o.from, o.live); err != nil {
 		return err
 	}
-	for _, f := range trace.Formats {
+	for _, f := range trace.Formats() {
 		if f == o.output {
 			return nil
 		}
 	}
-	return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(trace.Formats, ", "))
+	return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(trace.Formats(), ", "))
 }
 
 // run loads and judges the input as scan does, then follows the target through it.

@@ -74,17 +74,22 @@ func fanStatus(count map[string]int, n int) string {
 	return None
 }
 
-var reachedWords = map[string]string{
-	StageDeployment: "at the new deploymentID",
-	StageRelease:    "with the release deployed",
-	StageRollout:    "rolled out",
+// reachedWords say what a row that reached a per-cluster stage is.
+func reachedWords(stage string) string {
+	switch stage {
+	case StageDeployment:
+		return "at the new deploymentID"
+	case StageRelease:
+		return "with the release deployed"
+	}
+	return "rolled out"
 }
 
 func fanDetail(name string, count map[string]int, n int, stopped []string) string {
 	if n == 0 {
 		return "no BundleDeployment"
 	}
-	parts := []string{fmt.Sprintf("%s of %s %s", num(count[Reached]), num(n), reachedWords[name])}
+	parts := []string{fmt.Sprintf("%s of %s %s", num(count[Reached]), num(n), reachedWords(name))}
 	if k := len(stopped); k > 0 {
 		sort.Strings(stopped)
 		shown := stopped

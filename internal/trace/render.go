@@ -12,7 +12,7 @@ import (
 )
 
 // Formats are the output formats of a trace.
-var Formats = []string{"table", "json", "html"}
+func Formats() []string { return []string{"table", "json", "html"} }
 
 // RenderOptions shape the table.
 type RenderOptions struct {
@@ -36,7 +36,7 @@ func Render(w io.Writer, tr *Trace, format string, o RenderOptions) error {
 	case "table", "":
 		return renderTable(w, tr, o)
 	}
-	return fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
+	return fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(Formats(), ", "))
 }
 
 // rowsListed is how many per-cluster rows the table lists before summarising: every stopped

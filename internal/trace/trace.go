@@ -25,9 +25,6 @@ const (
 	StageRollout    = "rollout"
 )
 
-// StageOrder is the order of the stages.
-var StageOrder = []string{StageCommit, StageJob, StageBundle, StageDeployment, StageRelease, StageRollout}
-
 // Stage statuses.
 const (
 	// Reached: the change is there.
