@@ -74,6 +74,9 @@ func TestTraceLiveMatchesOffline(t *testing.T) {
 	if viaRancher := parseTraceView(t, "--rancher", rOut, rErr); rCode != offCode || !reflect.DeepEqual(viaRancher, off) {
 		t.Errorf("trace through Rancher (exit %d) differs from offline (exit %d):\nrancher: %+v\noffline: %+v\n%s", rCode, offCode, viaRancher, off, rErr)
 	}
+	if tokenSecret.MatchString(rOut + rErr) {
+		t.Error("the trace through Rancher prints the token's secret")
+	}
 }
 
 // rancherStandInFor serves env's API server as Rancher's "local" cluster behind the stand-in
