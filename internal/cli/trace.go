@@ -47,9 +47,10 @@ Reports: -o table (default), json (schemaVersion 1, docs/trace.md) or html (one
 self-contained page styled as scan's report); --output-file writes it to a file.
 
 Exit codes: 0 the change reached every stage that was read, or is pending with no incident
-saying it is stuck; 3 it stopped (a stage failed, or scan holds an incident about the stage
-that has not moved); 4 the input matched nothing (the name, namespace or commit is named) or
-held nothing to trace; 1 unstick itself failed; 2 usage error.`,
+saying it is stuck (scan judges it within its thresholds), or stopped on a warning; 3 it
+stopped: scan holds an incident of severity error or worse about the stage that has not
+moved; 4 the input matched nothing (the name, namespace or commit is named) or held nothing
+to trace; 1 unstick itself failed; 2 usage error.`,
 		Example: `  # Where is the platform GitRepo's latest commit? (the bundled example fleet)
   unstick trace platform --from examples/fleet-upgrade-stuck
 

@@ -86,7 +86,7 @@ func tableVerdict(tr *Trace) string {
 	case VerdictStopped:
 		return "STOPPED at " + tr.StoppedAt
 	case VerdictPending:
-		return "NOT YET at " + tr.StoppedAt + " (pending: no incident says it is stuck)"
+		return "PENDING at " + tr.StoppedAt + ": no incident says it is stuck (within scan's thresholds)"
 	}
 	return "REACHED: the change is rolled out wherever it was read"
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unstick-dev/unstick/internal/catalog"
+	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -44,12 +45,12 @@ const (
 const (
 	// VerdictReached: every stage that applies was reached.
 	VerdictReached = "reached"
-	// VerdictStopped: a stage failed, or has not moved and the judgement holds an incident
-	// about it.
+	// VerdictStopped: a stage has not been reached and the judgement holds an incident about
+	// it: scan reports the same stop.
 	VerdictStopped = "stopped"
 	// VerdictPending: a stage has not been reached yet, and no incident says it is stuck (a
-	// sync in progress, a paused BundleDeployment, or a risk the judgement reports but that
-	// does not hold the change).
+	// sync in progress, an error the agent is still retrying within the thresholds, a paused
+	// BundleDeployment, or a risk the judgement reports but that does not hold the change).
 	VerdictPending = "pending"
 )
 
@@ -190,9 +191,6 @@ func markStopped(tr *Trace) {
 		tr.Stages[k].Stopped = true
 		tr.StoppedAt = tr.Stages[k].Name
 		tr.Verdict = VerdictPending
-		if tr.Stages[k].Status == Failed {
-			tr.Verdict = VerdictStopped
-		}
 	}
 }
 
@@ -205,5 +203,12 @@ func firstNotReached(st []Stage) int {
 	return -1
 }
 
-// ExitStopped reports whether the trace is one scan would fail on: the change stopped.
-func (tr *Trace) ExitStopped() bool { return tr.Verdict == VerdictStopped }
+// ExitStopped reports whether the trace is one scan would fail on by default: the change
+// stopped, and its incident's root cause is an error or worse.
+func (tr *Trace) ExitStopped() bool {
+	if tr.Verdict != VerdictStopped || tr.Incident == nil {
+		return false
+	}
+	sev, err := finding.ParseSeverity(tr.Incident.Severity)
+	return err == nil && sev >= finding.Error
+}
