@@ -25,12 +25,8 @@ type traceOptions struct {
 	target                           trace.Target
 }
 
-func newTraceCmd(s Streams, g *globalOptions) *cobra.Command {
-	o := &traceOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}, judge: judgeFlags{noVerdict: true}}
-	cmd := &cobra.Command{
-		Use:   "trace (gitrepo/NS/NAME | bundle/NS/NAME | NAME | --commit SHA)",
-		Short: "Follow a change from commit to pods and name the stage where it stopped",
-		Long: `Answers "where is my change?": follows a GitRepo's commit, a Bundle, or a commit (--commit,
+// traceLong and traceExample are trace's help.
+const traceLong = `Answers "where is my change?": follows a GitRepo's commit, a Bundle, or a commit (--commit,
 a prefix is enough) through Fleet's pipeline, commit → gitjob Job → Bundle → BundleDeployment
 per cluster → Helm release revision → workload rollout, with the time each stage was reached
 as its objects record it, and marks the first stage that has not moved. The incident scan
@@ -50,8 +46,9 @@ Exit codes: 0 the change reached every stage that was read, or is pending with n
 saying it is stuck (scan judges it within its thresholds), or stopped on a warning; 3 it
 stopped: scan holds an incident of severity error or worse about the stage that has not
 moved; 4 the input matched nothing (the name, namespace or commit is named) or held nothing
-to trace; 1 unstick itself failed; 2 usage error.`,
-		Example: `  # Where is the platform GitRepo's latest commit? (the bundled example fleet)
+to trace; 1 unstick itself failed; 2 usage error.`
+
+const traceExample = `  # Where is the platform GitRepo's latest commit? (the bundled example fleet)
   unstick trace platform --from examples/fleet-upgrade-stuck
 
   # One Bundle, and a commit by its prefix
@@ -64,8 +61,16 @@ to trace; 1 unstick itself failed; 2 usage error.`,
 
   # As JSON for a script, or a page to attach to a ticket
   unstick trace platform --from bundle.tar.gz -o json
-  unstick trace platform --from bundle.tar.gz -o html --output-file trace.html`,
-		Args: cobra.MaximumNArgs(1),
+  unstick trace platform --from bundle.tar.gz -o html --output-file trace.html`
+
+func newTraceCmd(s Streams, g *globalOptions) *cobra.Command {
+	o := &traceOptions{s: s, g: g, kube: newKubeFlags(), reg: &registryFlags{}, judge: judgeFlags{noVerdict: true}}
+	cmd := &cobra.Command{
+		Use:     "trace (gitrepo/NS/NAME | bundle/NS/NAME | NAME | --commit SHA)",
+		Short:   "Follow a change from commit to pods and name the stage where it stopped",
+		Long:    traceLong,
+		Example: traceExample,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.live = o.from == "" || o.kube.used(cmd.Flags())
 			if err := o.complete(args); err != nil {
