@@ -206,3 +206,19 @@ func TestTraceDocsShowRealOutput(t *testing.T) {
 		t.Errorf("docs/trace.md's JSON is not what trace prints now:\n%s", js)
 	}
 }
+
+// TestTraceConnectionFlagsAsScan: trace refuses what scan refuses — connection flags with an
+// offline bundle, a context the kubeconfig lacks — before reading anything.
+func TestTraceConnectionFlagsAsScan(t *testing.T) {
+	for _, flag := range []string{"--as=jane", "--server=https://x.example.test", "--context=a", "--rancher"} {
+		_, errOut, code := run(t, "trace", "platform", "--from", example, flag)
+		if code != ExitUsage || !strings.Contains(errOut, "cannot be combined") {
+			t.Errorf("trace --from %s: exit %d, stderr %q", flag, code, errOut)
+		}
+	}
+	kc, _ := fleetKubeconfig(t)
+	_, errOut, code := run(t, "trace", "platform", "--kubeconfig", kc, "--context", "prod-eu-2")
+	if code != ExitUsage || !strings.Contains(errOut, `"prod-eu-2"`) {
+		t.Errorf("trace with an unknown context: exit %d, stderr %q", code, errOut)
+	}
+}
