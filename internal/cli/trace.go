@@ -48,7 +48,10 @@ stopped: scan holds an incident of severity error or worse about the stage that 
 moved; 4 the input matched nothing (the name, namespace or commit is named) or held nothing
 to trace; 1 unstick itself failed; 2 usage error.`
 
-const traceExample = `  # Where is the platform GitRepo's latest commit? (the bundled example fleet)
+const traceExample = `  # Where did prod-eu-1's Fleet agent upgrade stop? (the bundled example fleet; exits 3)
+  unstick trace fleet-agent-c-m-4x7kq2zt --from examples/fleet-upgrade-stuck
+
+  # Where is the platform GitRepo's latest commit?
   unstick trace platform --from examples/fleet-upgrade-stuck
 
   # One Bundle, and a commit by its prefix
