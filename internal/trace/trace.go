@@ -143,11 +143,12 @@ func Build(s *snapshot.Snapshot, rep *report.Report, cat *catalog.Catalog, t Tar
 	if subj.RepoName != "" {
 		tr.GitRepo = subj.RepoNamespace + "/" + subj.RepoName
 	}
+	tr.Bundles = []string{} // the JSON has lists, never null
 	for _, b := range subj.Bundles {
 		tr.Bundles = append(tr.Bundles, b.Namespace+"/"+b.Name)
 	}
 	tr.Stages = []Stage{commitStage(subj), jobStage(subj), bundleStage(subj)}
-	tr.Clusters = clusterRows(s, subj)
+	tr.Clusters = append([]ClusterRow{}, clusterRows(s, subj)...)
 	if firstNotReached(tr.Stages) >= 0 {
 		markPrevious(tr.Clusters, subj.Commit)
 	}
