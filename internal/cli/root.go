@@ -97,6 +97,15 @@ func exitCode(s Streams, name, help string, err error) int {
 	if errors.As(err, &fe) {
 		return ExitFindings
 	}
+	var ts *TraceStoppedError
+	if errors.As(err, &ts) {
+		return ExitFindings
+	}
+	var nm *NoMatchError
+	if errors.As(err, &nm) {
+		fmt.Fprintf(s.ErrOut, "%s: nothing to trace: %v (exit %d)\n", name, err, ExitIncomplete)
+		return ExitIncomplete
+	}
 	var ie *IncompleteError
 	if errors.As(err, &ie) {
 		fmt.Fprintf(s.ErrOut, "%s: %v; this is not an all-clear (exit %d; --allow-incomplete accepts a partial read)\n", name, err, ExitIncomplete)
@@ -160,6 +169,7 @@ It is read-only: nothing in a cluster is changed by scan or explain.`,
 	root.AddCommand(newImagesCmd(s, g), newPreflightCmd(s, g))
 	root.AddCommand(newFixCmd(s, g), newRestoreCmd(s, g))
 	root.AddCommand(newServeCmd(s, g))
+	root.AddCommand(newTraceCmd(s, g))
 	strictCompletion(root)
 	if name != "unstick" {
 		asPlugin(root, name)

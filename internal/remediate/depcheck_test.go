@@ -44,7 +44,7 @@ func offending(list []string) []string {
 }
 
 func TestPlanningAndJudgingImportNoClient(t *testing.T) {
-	for _, pkg := range []string{"github.com/unstick-dev/unstick/internal/remediate", "github.com/unstick-dev/unstick/internal/check"} {
+	for _, pkg := range []string{"github.com/unstick-dev/unstick/internal/remediate", "github.com/unstick-dev/unstick/internal/check", "github.com/unstick-dev/unstick/internal/trace"} {
 		if bad := offending(deps(t, pkg)); len(bad) > 0 {
 			t.Errorf("%s depends on %v; it must stay pure (no cluster or registry client)", pkg, bad)
 		}
