@@ -46,6 +46,7 @@ func All() []Check {
 		sucNodes,
 		sucPlanSelection,
 		sucPlanValidity,
+		sucDrainReadiness,
 		// Upgrade readiness: capacity, etcd snapshots, agent configuration.
 		clusterHeadroom,
 		etcdBackups,
