@@ -20,6 +20,8 @@ func All() []Check {
 		fleetAgentStalled,
 		// Helm release storage, on every cluster.
 		helmReleases,
+		// RKE2/K3s's bundled HelmCharts, whose Jobs a Kubernetes upgrade re-runs.
+		helmChartJobs,
 		// Pods and workloads in the agent, SUC and system namespaces.
 		podScheduling,
 		podContainers,
