@@ -107,8 +107,9 @@ func staleFinding(ctx *Context, p *provisioned, mc *capiMachine, said string, si
 
 // agentStatusStale reports Rancher's "waiting for cluster agent to connect" (or
 // status.agentConnected false) while the downstream cluster, read through Rancher's own
-// proxy, shows cattle-cluster-agent Ready: the proxy answering is the tunnel the agent
-// holds, so the control plane's status is stale (rancher#48141).
+// /k8s/clusters/<id> proxy, shows cattle-cluster-agent Ready: the proxy answering is the
+// tunnel the agent holds, so the control plane's status is stale (rancher#48141). Read
+// directly, a Ready pod proves nothing about the tunnel, and cluster-agent-disconnected stays.
 func agentStatusStale(ctx *Context, p *provisioned) (finding.Finding, bool) {
 	if p.cp == nil || p.downstream == nil {
 		return finding.Finding{}, false
@@ -118,18 +119,16 @@ func agentStatusStale(ctx *Context, p *provisioned) (finding.Finding, bool) {
 	if (!set || connected) && !waiting {
 		return finding.Finding{}, false
 	}
+	// A Ready pod alone does not say the agent reached Rancher (its readiness is local): the
+	// proxy answering does, for the tunnel it goes through is the agent's.
 	ready := readyClusterAgents(p.downstream)
-	if len(ready) == 0 {
+	if len(ready) == 0 || !strings.Contains(p.downstream.Server, "/k8s/clusters/") {
 		return finding.Finding{}, false
 	}
 	cref := ref(p.cp.APIVersion, p.cp.Kind, p.cp.Namespace, p.cp.Name)
-	how := "the downstream cluster's own pods show"
-	if strings.Contains(p.downstream.Server, "/k8s/clusters/") {
-		how = "the downstream cluster, read through Rancher's proxy (which answers only while the agent's tunnel is up), shows"
-	}
 	f := p.newFinding(ctx, "rancher/status-stale", cref, fmt.Sprintf(
-		"Rancher says %s is %q, but %s cattle-cluster-agent Ready: the RKEControlPlane's agent status is stale",
-		p.name, msgWaitingAgent, how))
+		"Rancher says %s is %q, but the downstream cluster, read through Rancher's proxy (which answers only through the agent's tunnel), shows cattle-cluster-agent Ready: the RKEControlPlane's agent status is stale",
+		p.name, msgWaitingAgent))
 	if set && !connected {
 		f.Evidence = append(f.Evidence, ev(sourceOf(p.m, cref), "status.agentConnected is false"))
 	}
