@@ -282,9 +282,13 @@ func judgeMachine(ctx *Context, p *provisioned, mc *capiMachine) []finding.Findi
 		return out
 	}
 	if f, ok := planStatusStale(ctx, p, mc, plan); ok {
-		// Rancher's word contradicted by the plan Secret: what the Secret says is the finding.
+		// Rancher's word contradicted by the plan Secret: what the Secret says is the finding,
+		// and an applied plan whose probes fail is held by them (probes-failing, below).
 		vars(&f)
-		return append(out, f)
+		out = append(out, f)
+		if !plan.AppliedCurrent() || len(plan.UnhealthyProbes()) == 0 {
+			return out
+		}
 	}
 	psrc := sourceOf(p.m, ref("v1", "Secret", plan.Namespace, plan.Name))
 	since := mc.reconciled.Time

@@ -12,6 +12,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/catalog"
 	"github.com/unstick-dev/unstick/internal/check"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/source"
 )
@@ -90,4 +91,25 @@ func planChecksums(t *testing.T, scenario string) []string {
 		}
 	}
 	return out
+}
+
+// An applied plan whose probes fail under Rancher's stale "waiting for plan to be applied" is
+// held by its probes: rancher/probes-failing is reported beside the stale status and outranks
+// it as the root cause.
+func TestPlanStatusStaleWithFailingProbes(t *testing.T) {
+	fs := scanRancher(t, "status-stale-plan-applied-positive", func(s *snapshot.Snapshot) {
+		for _, mp := range s.Cluster("local").MachinePlans {
+			if mp.Machine() == "prod-eu-2-worker-6mq2r" {
+				mp.Probes = map[string]rancher.ProbeStatus{"kubelet": {Healthy: false, FailureCount: 41}}
+			}
+		}
+	})
+	if !slices.Contains(ids(fs), "rancher/status-stale") || !slices.Contains(ids(fs), "rancher/probes-failing") {
+		t.Errorf("got %v, want rancher/status-stale and rancher/probes-failing", ids(fs))
+	}
+	for _, f := range fs {
+		if f.ID == "rancher/status-stale" && !strings.Contains(f.Summary, "failing probes: kubelet") {
+			t.Errorf("summary does not name the probes that hold the machine: %s", f.Summary)
+		}
+	}
 }
