@@ -95,13 +95,14 @@ func quotedWebhookService() []*scenario {
 ingress-nginx was uninstalled from shop-eu-1 but its ValidatingWebhookConfiguration stayed: every
 Ingress create or update calls a webhook whose Service no longer exists, so the shop-app bundle
 has failed for 1h10m. The webhook (its configuration and missing Service named) is the root cause.`, shopBD(fc, "errApplied", msg, at), fc)
-			s.expect.RootCauses = []string{"workload/admission-denied"}
+			s.expect.RootCauses = []string{"workload/webhook-unavailable"}
 			s.expect.Findings = []string{"fleet/bundle-err-applied"}
+			s.expect.Forbid = []string{"workload/admission-denied"}
 		} else {
 			fc := shopFleetCluster("", time.Time{})
 			s = shopScenario("workload/quoted-webhook-service-missing-healthy", src, `
 Look-alike: the same webhook configuration, its Service in place, the bundle Ready.`, shopBD(fc, "ready", "", ago(5*24*time.Hour)), fc)
-			s.expect.Forbid = []string{"workload/admission-denied", "fleet/bundle-err-applied"}
+			s.expect.Forbid = []string{"workload/webhook-unavailable", "workload/admission-denied", "fleet/bundle-err-applied"}
 			s.expect.MaxSeverity = "info"
 		}
 		// The collector does not read webhook configurations (source allowlist), so the

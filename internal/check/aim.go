@@ -20,7 +20,9 @@ var (
 	managementCommand = regexp.MustCompile(`\b(clusters|bundles|bundledeployments|gitrepos|clusterregistrations|contents|clustergroups|bundlenamespacemappings)\.fleet\.cattle\.io\b|\betcdsnapshots\.rke\.cattle\.io\b|\bfleet-controller\b|\bfleet-crd\b` +
 		// Rancher's own upgrade objects: provisioned clusters, their control planes, CAPI
 		// machines and machine-plan Secrets (fleet-default, c-m-*), Rancher's cluster records.
-		`|\b(clusters\.provisioning|rkecontrolplanes\.rke|rkebootstraps\.rke|clusters\.management|settings\.management)\.cattle\.io\b|\.cluster\.x-k8s\.io\b|-n (fleet-default|c-m-[a-z0-9]+)\b`)
+		`|\b(clusters\.provisioning|rkecontrolplanes\.rke|rkebootstraps\.rke|clusters\.management|settings\.management)\.cattle\.io\b|\.cluster\.x-k8s\.io\b|-n (fleet-default|c-m-[a-z0-9]+)\b` +
+		// Rancher itself, which runs on the management cluster only.
+		`|-n cattle-system rollout restart deployment/rancher(\s|$)`)
 	// A program starts a command: at its beginning or after a pipe, && or ;.
 	programStart = regexp.MustCompile(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm)( |$)`)
 )

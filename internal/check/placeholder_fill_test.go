@@ -55,6 +55,7 @@ var placeholderResolvers = map[string]resolver{
 	"key":                    evidenceMatch(regexp.MustCompile(`(?:untolerated )?taint\(?s?\)? \{([^:}]+):`)),
 	"name":                   evidenceMatch(regexp.MustCompile(`configmap \\?"([a-z0-9.-]+)\\?" not found`)),
 	"webhook":                resolveWebhookConfiguration,
+	"service":                evidenceMatch(regexp.MustCompile(`(?:https://|service \\?")([a-z0-9-]+)`)),
 	"revision":               resolveRevision,
 	"last-deployed-revision": resolveLastDeployed,
 	"version":                resolveFleetVersion,
@@ -306,7 +307,7 @@ func resolveServiceAccount(in resolveIn) string {
 	return ""
 }
 
-var webhookDenial = regexp.MustCompile(`admission webhook \\?"([^"\\]+)\\?" denied`)
+var webhookDenial = regexp.MustCompile(`(?:admission webhook|failed calling webhook) \\?"([^"\\]+)\\?"`)
 
 // resolveWebhookConfiguration is the webhook configuration in the input holding the webhook
 // a denial names.

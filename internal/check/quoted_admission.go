@@ -9,17 +9,18 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/messages"
+	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // quotedAdmission reports the admission refusals a BundleDeployment or a failed Helm release
-// quotes: an admission webhook that denied the apply or could not be called ("failed calling
-// webhook ...: service ... not found", k8s.io/apiserver), and a ResourceQuota that refused an
-// object. The refusal is the root cause; the bundle or release that quotes it is its symptom,
+// quotes: an admission webhook that denied the apply (its policy said no), one that could not
+// be called ("failed calling webhook ...: no endpoints available for service ...",
+// k8s.io/apiserver: its backend is down), and a ResourceQuota that refused an object. The refusal is the root cause; the bundle or release that quotes it is its symptom,
 // so the finding carries that object's keys and quotes the message.
 var quotedAdmission = Check{
 	Name:  "workload/quoted-admission",
-	Emits: []string{"workload/admission-denied", "workload/quota-exceeded"},
+	Emits: []string{"workload/admission-denied", "workload/webhook-unavailable", "workload/quota-exceeded"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		for _, q := range quotedMessages(ctx) {
@@ -100,17 +101,21 @@ func webhookFinding(ctx *Context, q quoted, w messages.WebhookFailure) finding.F
 	} else if w.Service != "" {
 		obj = ref("v1", "Service", w.ServiceNamespace, w.Service)
 	}
-	f := ctx.New("workload/admission-denied", on, obj, fmt.Sprintf("%s: %s", webhookWhat(w, cfg), q.subject+" cannot be applied"))
+	id := webhookFindingID(w)
+	f := ctx.New(id, on, obj, fmt.Sprintf("%s: %s", webhookWhat(w, cfg), q.subject+" cannot be applied"))
 	if on != q.target {
 		f.Affects = q.affects
 	}
 	f.Evidence = []finding.Evidence{q.evidence()}
 	f.Keys = append(append([]string{}, q.keys...), "webhook:"+q.affects+"/"+w.Webhook)
 	f.Vars = map[string]string{"namespace": w.ServiceNamespace}
+	if w.Service != "" {
+		f.Vars["service"] = w.Service
+	}
 	if cfg != nil {
 		f.Vars["webhook"] = cfg.Name
 	}
-	f.Signature = "admission-denied|" + w.Webhook
+	f.Signature = strings.TrimPrefix(id, "workload/") + "|" + w.Webhook
 	if ownWebhook(q, w) {
 		// The release's own webhook, not yet serving while the release upgrades (cert-manager's
 		// upgrade timing out on webhook.cert-manager.io): the failed release is what to act on,
@@ -118,10 +123,43 @@ func webhookFinding(ctx *Context, q quoted, w messages.WebhookFailure) finding.F
 		f.Severity = finding.Warning
 		f.Summary += " (the release's own webhook)"
 	}
+	if w.Unavailable() {
+		f.Evidence = append(f.Evidence, webhookPolicyEvidence(q.target, cfg, w.Webhook)...)
+	}
 	if w.ServiceMissing && cfg != nil {
 		orphanedWebhookSteps(&f, q, w, cfg)
 	}
 	return f
+}
+
+// webhookPolicyEvidence quotes what the configuration says of a webhook that could not be
+// called: its failurePolicy (Fail is why the API server refused) and its backend.
+func webhookPolicyEvidence(c *snapshot.Cluster, cfg *snapshot.Unstructured, webhook string) []finding.Evidence {
+	if c == nil || cfg == nil {
+		return nil
+	}
+	hooks, _ := cfg.Object["webhooks"].([]any)
+	for _, h := range hooks {
+		m, _ := h.(map[string]any)
+		if m == nil || m["name"] != webhook {
+			continue
+		}
+		policy, _ := m["failurePolicy"].(string)
+		if policy == "" {
+			policy = "Fail" // the admissionregistration.k8s.io/v1 default
+		}
+		svc := rancher.String(m, "clientConfig", "service", "namespace") + "/" + rancher.String(m, "clientConfig", "service", "name")
+		return []finding.Evidence{ev(sourceOf(c, ref(cfg.APIVersion, cfg.Kind, "", cfg.Name)), "webhook %s: failurePolicy %s, Service %s", webhook, policy, svc)}
+	}
+	return nil
+}
+
+// webhookFindingID tells a policy's denial from a backend that could not be called.
+func webhookFindingID(w messages.WebhookFailure) string {
+	if w.Unavailable() {
+		return "workload/webhook-unavailable"
+	}
+	return "workload/admission-denied"
 }
 
 // ownWebhook says the webhook is served from the namespace of the release whose apply it

@@ -72,10 +72,10 @@ func TestFailedCreateEventNamesWhatRefused(t *testing.T) {
 		{
 			// kube-controller-manager replica_set.go FailedCreate ("Error creating: %v");
 			// k8s.io/apiserver ErrCallingWebhook, proxy.ResolveEndpoint.
-			id:   "workload/admission-denied",
+			id:   "workload/webhook-unavailable",
 			msg:  `Error creating: Internal error occurred: failed calling webhook "validate.kyverno.svc-fail": failed to call webhook: Post "https://kyverno-svc.kyverno.svc:443/validate/fail?timeout=10s": no endpoints available for service "kyverno-svc"`,
 			what: `admission webhook "validate.kyverno.svc-fail" (ValidatingWebhookConfiguration kyverno-resource-validating-webhook-cfg) cannot be called: its Service kyverno/kyverno-svc has no ready endpoints`,
-			vars: map[string]string{"namespace": "kyverno", "webhook": "kyverno-resource-validating-webhook-cfg"},
+			vars: map[string]string{"namespace": "kyverno", "service": "kyverno-svc", "webhook": "kyverno-resource-validating-webhook-cfg"},
 			keys: []string{"webhook:shop-eu-1/validate.kyverno.svc-fail"},
 		},
 		{

@@ -84,7 +84,7 @@ func TestQuotedMessageNamesItsObject(t *testing.T) {
 	}{
 		{"crd/quoted-missing-kind-positive", "crd/missing", "fleet/bundle-err-applied",
 			[]string{"servicemonitors.monitoring.coreos.com", "shop-eu-1", "kind ServiceMonitor (monitoring.coreos.com/v1)", "bundle shop-app"}},
-		{"workload/quoted-webhook-service-missing-positive", "workload/admission-denied", "fleet/bundle-err-applied",
+		{"workload/quoted-webhook-service-missing-positive", "workload/webhook-unavailable", "fleet/bundle-err-applied",
 			[]string{`"validate.nginx.ingress.kubernetes.io"`, "Service ingress-nginx/ingress-nginx-controller-admission does not exist"}},
 		{"helm/quoted-ssa-conflict-positive", "helm/release-failed", "fleet/bundle-wait-applied-stuck",
 			[]string{"revision 7", "ConfigMap shop/shop-config", `field manager "kubectl-create"`, ".data.color, .data.size"}},

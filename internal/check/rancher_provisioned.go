@@ -29,7 +29,7 @@ var rancherProvisioned = Check{
 	Name: "rancher/provisioned-upgrade",
 	Emits: []string{"rancher/upgrade-stuck", "rancher/plan-not-applied", "rancher/plan-failing", "rancher/probes-failing",
 		"rancher/drain-blocked", "rancher/node-not-ready", "rancher/kubelet-version-stale",
-		"rancher/cluster-agent-disconnected", "rancher/etcd-snapshot-failing"},
+		"rancher/cluster-agent-disconnected", "rancher/etcd-snapshot-failing", "rancher/status-stale"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		for _, m := range ctx.Snap.Clusters {
@@ -132,7 +132,9 @@ func judgeProvisioned(ctx *Context, m *snapshot.Cluster, pc *snapshot.Unstructur
 	for _, mc := range machines {
 		out = append(out, judgeMachine(ctx, p, mc)...)
 	}
-	if f, ok := agentDisconnected(ctx, p); ok {
+	if f, ok := agentStatusStale(ctx, p); ok {
+		out = append(out, f)
+	} else if f, ok := agentDisconnected(ctx, p); ok {
 		out = append(out, f)
 	}
 	if f, ok := snapshotFailing(ctx, p); ok {
@@ -278,6 +280,15 @@ func judgeMachine(ctx *Context, p *provisioned, mc *capiMachine) []finding.Findi
 	}
 	if plan == nil {
 		return out
+	}
+	if f, ok := planStatusStale(ctx, p, mc, plan); ok {
+		// Rancher's word contradicted by the plan Secret: what the Secret says is the finding,
+		// and an applied plan whose probes fail is held by them (probes-failing, below).
+		vars(&f)
+		out = append(out, f)
+		if !plan.AppliedCurrent() || len(plan.UnhealthyProbes()) == 0 {
+			return out
+		}
 	}
 	psrc := sourceOf(p.m, ref("v1", "Secret", plan.Namespace, plan.Name))
 	since := mc.reconciled.Time

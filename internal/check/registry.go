@@ -20,6 +20,8 @@ func All() []Check {
 		fleetAgentStalled,
 		// Helm release storage, on every cluster.
 		helmReleases,
+		// RKE2/K3s's bundled HelmCharts, whose Jobs a Kubernetes upgrade re-runs.
+		helmChartJobs,
 		// Pods and workloads in the agent, SUC and system namespaces.
 		podScheduling,
 		podContainers,
@@ -46,6 +48,7 @@ func All() []Check {
 		sucNodes,
 		sucPlanSelection,
 		sucPlanValidity,
+		sucDrainReadiness,
 		// Upgrade readiness: capacity, etcd snapshots, agent configuration.
 		clusterHeadroom,
 		etcdBackups,

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,13 +18,13 @@ import (
 )
 
 // workloadCreate reports controllers that cannot create their pods: an admission webhook or
-// policy denies them, or a ResourceQuota is exhausted. The evidence is the controller's
+// policy denies them, a webhook's backend cannot be called, or a ResourceQuota is exhausted. The evidence is the controller's
 // FailedCreate events and ReplicaFailure condition (kube-controller-manager). A controller that
 // has all its pods now is not blocked, whatever FailedCreate events it left behind: a webhook
 // that timed out once during a rollout, or a quota raised since.
 var workloadCreate = Check{
 	Name:  "workload/create",
-	Emits: []string{"workload/admission-denied", "workload/quota-exceeded"},
+	Emits: []string{"workload/admission-denied", "workload/webhook-unavailable", "workload/quota-exceeded"},
 	Run: func(ctx *Context) ([]finding.Finding, error) {
 		var out []finding.Finding
 		for _, c := range ctx.Snap.Clusters {
@@ -42,7 +43,7 @@ var workloadCreate = Check{
 				}
 				for _, t := range texts {
 					m, ok := classify.Classify(t.msg, classify.Event|classify.Status)
-					if !ok || (m.ID != "workload/admission-denied" && m.ID != "workload/quota-exceeded") {
+					if !ok || !createRefused(m.ID) {
 						continue
 					}
 					k := m.ID + "/" + ns + "/" + owner
@@ -67,6 +68,9 @@ var workloadCreate = Check{
 					}
 					f.Since = timePtr(first)
 					f.Signature = m.ID + "|" + classify.Signature(t.msg)
+					if w, ok := messages.ParseWebhook(t.msg); ok && w.Unavailable() {
+						f.Evidence = append(f.Evidence, webhookPolicyEvidence(c, webhookConfig(c, w.Webhook), w.Webhook)...)
+					}
 					if m.ID == "workload/quota-exceeded" {
 						f.Evidence = append(f.Evidence, quotaEvidence(c, ns)...)
 					}
@@ -115,6 +119,11 @@ var workloadCreate = Check{
 	},
 }
 
+// createRefused says a classified FailedCreate message is one workloadCreate reports.
+func createRefused(id string) bool {
+	return slices.Contains([]string{"workload/admission-denied", "workload/webhook-unavailable", "workload/quota-exceeded"}, id)
+}
+
 // createRefusal reads a controller's FailedCreate message with the parser of its family: the
 // webhook, its configuration and Service, or the ResourceQuota, as a bundle or release that
 // quotes the same refusal names them; the webhook's key joins the two.
@@ -124,6 +133,9 @@ func createRefusal(c *snapshot.Cluster, id, msg string) (string, map[string]stri
 		vars := map[string]string{}
 		if w.ServiceNamespace != "" {
 			vars["namespace"] = w.ServiceNamespace
+		}
+		if w.Service != "" {
+			vars["service"] = w.Service
 		}
 		if cfg != nil {
 			vars["webhook"] = cfg.Name

@@ -17,7 +17,7 @@ var knownIDs = map[string]bool{
 	"image/pull-not-found": true, "image/pull-auth": true, "image/pull-network": true, "image/arch-mismatch": true,
 	"pod/unschedulable-taints": true, "pod/unschedulable-resources": true, "pod/config-ref-missing": true,
 	"pod/oom-killed":            true,
-	"workload/admission-denied": true, "workload/quota-exceeded": true,
+	"workload/admission-denied": true, "workload/webhook-unavailable": true, "workload/quota-exceeded": true,
 	"suc/rbac": true, "suc/job-deadline": true, "suc/plan-stuck": true,
 }
 
@@ -285,12 +285,20 @@ var positives = []tc{
 	{"webhook denied", Event,
 		`Error creating: admission webhook "validate.kyverno.svc-fail" denied the request: policy Deployment/cattle-fleet-system/fleet-agent for resource violation: require-requests-limits: validate-resources: validation error: CPU and memory resource requests and limits are required`,
 		"workload/admission-denied"},
+
+	// ---- workload/webhook-unavailable: the webhook's backend, not its policy
 	{"webhook timeout beats api-unreachable", Event,
 		`Error creating: Internal error occurred: failed calling webhook "rancher.cattle.io.pods": failed to call webhook: Post "https://rancher-webhook.cattle-system.svc:443/v1/webhook/validation/pods?timeout=10s": context deadline exceeded`,
-		"workload/admission-denied"},
+		"workload/webhook-unavailable"},
 	{"webhook cert beats agent/tls", Event,
 		`Error creating: Internal error occurred: failed calling webhook "rancher.cattle.io.pods": failed to call webhook: Post "https://rancher-webhook.cattle-system.svc:443/v1/webhook/validation/pods?timeout=10s": tls: failed to verify certificate: x509: certificate signed by unknown authority`,
-		"workload/admission-denied"},
+		"workload/webhook-unavailable"},
+	{"webhook without endpoints (rancher#42699)", Status,
+		`Internal error occurred: failed calling webhook "rancher.cattle.io.clusters.management.cattle.io": failed to call webhook: Post "https://rancher-webhook.cattle-system.svc:443/v1/webhook/mutation/clusters.management.cattle.io?timeout=10s": no endpoints available for service "rancher-webhook"`,
+		"workload/webhook-unavailable"},
+	{"webhook connection refused", Event,
+		`Error creating: Internal error occurred: failed calling webhook "rancher.cattle.io.namespaces": failed to call webhook: Post "https://rancher-webhook.cattle-system.svc:443/v1/webhook/validation/namespaces?timeout=10s": dial tcp 10.43.12.7:443: connect: connection refused`,
+		"workload/webhook-unavailable"},
 	{"pod security", Event,
 		`Error creating: pods "fleet-agent-7d9c8b6f5d-x2k4p" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "fleet-agent" must set securityContext.allowPrivilegeEscalation=false)`,
 		"workload/admission-denied"},

@@ -20,7 +20,7 @@ func TestFamiliesAreReadByTheirParser(t *testing.T) {
 		{"webhook denied, FailedCreate event", "k8s.io/apiserver webhook/errors/statuserror.go ToStatusErr; kube-controller-manager replica_set.go",
 			`Error creating: admission webhook "validate.kyverno.svc-fail" denied the request: resource Pod/cattle-fleet-system/ was blocked`, "workload/admission-denied", webhook},
 		{"webhook Service missing, Helm 4 in a Fleet condition", "k8s.io/apiserver pkg/util/webhook/error.go ErrCallingWebhook; helm.sh/helm/v4 pkg/kube/client.go",
-			`failed to create resource: Internal error occurred: failed calling webhook "validate.nginx.ingress.kubernetes.io": failed to call webhook: Post "https://ingress-nginx-controller-admission.ingress-nginx.svc:443/networking/v1/ingresses?timeout=10s": service "ingress-nginx-controller-admission" not found`, "workload/admission-denied", webhook},
+			`failed to create resource: Internal error occurred: failed calling webhook "validate.nginx.ingress.kubernetes.io": failed to call webhook: Post "https://ingress-nginx-controller-admission.ingress-nginx.svc:443/networking/v1/ingresses?timeout=10s": service "ingress-nginx-controller-admission" not found`, "workload/webhook-unavailable", webhook},
 		{"quota, FailedCreate event", "k8s.io/apiserver resourcequota/controller.go CheckRequest",
 			`Error creating: pods "cattle-cluster-agent-58d7c9f6b4-" is forbidden: exceeded quota: default-w8k2m, requested: limits.memory=1Gi, used: limits.memory=3584Mi, limited: limits.memory=4Gi`, "workload/quota-exceeded", quota},
 		{"quota constraint", "k8s.io/apiserver resourcequota/controller.go CheckRequest (\"failed quota: %s: %v\")",
@@ -51,7 +51,7 @@ func TestFamiliesAreReadByTheirParser(t *testing.T) {
 		`failed calling webhook: context deadline exceeded`,
 		`exceeded quota: the cluster is full`,
 	} {
-		if m, ok := Classify(text, Any); ok && (m.ID == "workload/admission-denied" || m.ID == "workload/quota-exceeded") {
+		if m, ok := Classify(text, Any); ok && (m.ID == "workload/admission-denied" || m.ID == "workload/webhook-unavailable" || m.ID == "workload/quota-exceeded") {
 			t.Errorf("%q classified %s, which its family's parser does not read", text, m.ID)
 		}
 	}

@@ -18,7 +18,7 @@ package classify
 //                      and not agent/api-unreachable, and a registry 401 is image/pull-auth and
 //                      not fleet/registration-broken. arch-mismatch first: containerd's
 //                      "no match for platform in manifest: not found" also says "not found".
-//  6. workload/admission-denied, workload/quota-exceeded, pod/config-ref-missing
+//  6. workload/admission-denied, workload/webhook-unavailable, workload/quota-exceeded, pod/config-ref-missing
 //                      apiserver admission / kubelet messages; a webhook call that times out
 //                      or has a bad certificate is still an admission problem.
 //  7. agent/tls        x509/TLS failures (after clock-skew, after pull/webhook contexts).
@@ -190,7 +190,7 @@ func rules() []Rule {
 		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"admission webhook", "denied the request"},
 			Family: webhookFamily,
 			Source: "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr (\"admission webhook %q denied the request\")"},
-		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"failed calling webhook"}, Family: webhookFamily,
+		Rule{ID: "workload/webhook-unavailable", Scopes: Any, All: []string{"failed calling webhook"}, Family: webhookFamily,
 			Source: "kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/util/webhook/error.go ErrCallingWebhook (\"failed calling webhook %q: %v\"), surfaced as \"Internal error occurred: failed calling webhook ...\""},
 		Rule{ID: "workload/admission-denied", Scopes: Any, All: []string{"podsecuritypolicy: unable to admit pod"},
 			Source: "kubernetes/kubernetes plugin/pkg/admission/security/podsecuritypolicy/admission.go (v1.x-1.24: admission.NewForbidden(a, fmt.Errorf(\"PodSecurityPolicy: unable to admit pod: %v\", ...)))"},

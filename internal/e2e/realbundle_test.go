@@ -376,7 +376,7 @@ func judgeBundleFailures(t *testing.T, dir, now string) scanResult {
 		{"fleet/bundle-err-applied", "mgmt", []string{"billing-settings", "invalid ownership metadata"}},
 		{"helm/release-failed", "down-1", []string{"orders", "spec.selector", "helm.force"}},
 		{"crd/missing", "", []string{"ServiceMonitor", "monitoring.coreos.com"}},
-		{"workload/admission-denied", "down-1", []string{webhookConfig, webhookService}},
+		{"workload/webhook-unavailable", "down-1", []string{webhookConfig, webhookService}},
 	} {
 		if !rootNamed(t, out, want) {
 			t.Errorf("%s: no incident whose root cause is %s naming %v", dir, want.id, want.words)
@@ -434,7 +434,7 @@ func judgeBundlesHealthy(t *testing.T, dir, now string) {
 }
 
 func bundleFailureIDs() []string {
-	return []string{"helm/release-failed", "fleet/bundle-err-applied", "fleet/bundle-not-ready", "fleet/bundle-wait-applied-stuck", "crd/missing", "workload/admission-denied"}
+	return []string{"helm/release-failed", "fleet/bundle-err-applied", "fleet/bundle-not-ready", "fleet/bundle-wait-applied-stuck", "crd/missing", "workload/admission-denied", "workload/webhook-unavailable"}
 }
 
 // writeBundleExpect writes the scenario's expect.yaml and README.md, judged 16 minutes after
@@ -444,7 +444,7 @@ func writeBundleExpect(t *testing.T, dir string, msgs map[string]string) string 
 	t.Helper()
 	now := time.Now().UTC().Add(16 * time.Minute).Truncate(time.Second).Format(time.RFC3339)
 	what := "Five Fleet bundles on down-1, each failing its own way: shop 2.0.0 adds a ConfigMap someone made with `kubectl create` (Helm v4's server-side apply conflict with kubectl-create), billing's install meets a ConfigMap without Helm's ownership metadata (refused, not retried), orders 2.0.0 changes its Deployment's selector (field is immutable), monitoring ships a ServiceMonitor without the Prometheus operator's CRDs (no matches for kind), storefront 1.1.0 updates its Ingress under ingress-nginx's validating webhook whose Service is gone."
-	expect := fmt.Sprintf("description: %q\nnow: %q\nrootCauses: [helm/release-failed, fleet/bundle-err-applied, crd/missing, workload/admission-denied]\nforbid: [fleet/bundle-not-ready]\n", "Produced by the real controllers (internal/e2e/realbundle_test.go). "+what, now)
+	expect := fmt.Sprintf("description: %q\nnow: %q\nrootCauses: [helm/release-failed, fleet/bundle-err-applied, crd/missing, workload/webhook-unavailable]\nforbid: [fleet/bundle-not-ready, workload/admission-denied]\n", "Produced by the real controllers (internal/e2e/realbundle_test.go). "+what, now)
 	if msgs == nil {
 		what = "The same fleet before: shop 1.4.0, orders 1.8.0 and storefront 1.0.0 deployed by the real agent and Ready."
 		expect = fmt.Sprintf("description: %q\nnow: %q\nforbid: %s\n", "Produced by the real controllers (internal/e2e/realbundle_test.go). "+what, now, yamlList(bundleFailureIDs()))

@@ -30,6 +30,8 @@ var liveScenarios = []string{
 	"pod/crashloop-positive",
 	"image/pull-not-found-positive",
 	"workload/quota-exceeded-positive",
+	"workload/webhook-unavailable-positive",
+	"helm/helmchart-job-failed-positive",
 	"agent/tls-positive",
 	"crd/missing-downstream-agent-positive",
 	"crd/version-not-served-positive",

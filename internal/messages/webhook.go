@@ -5,7 +5,11 @@ import (
 	"strings"
 )
 
-// WebhookFailure is an admission webhook that refused a request or could not be called.
+// WebhookFailure is an admission webhook that refused a request or could not be called. The
+// two are different failures: a denial is the webhook's policy saying no (Denied), and only the
+// policy or the object can change that; a failed call is the webhook's backend being down or
+// unreachable (Unavailable), and the API server refuses everything the webhook matches, with
+// failurePolicy Fail, until the backend answers again.
 type WebhookFailure struct {
 	Webhook string // the webhook's name inside its configuration, "validate.nginx.ingress.kubernetes.io"
 	Denied  bool   // the webhook answered and denied the request
@@ -15,7 +19,26 @@ type WebhookFailure struct {
 	// ServiceMissing and NoEndpoints say what the API server found when it called.
 	ServiceMissing, NoEndpoints bool
 	Reason                      string // what follows: the denial's text or the call's error
+	// Backend says how a call failed (BackendDown values); empty for a denial.
+	Backend BackendDown
 }
+
+// BackendDown is how the API server failed to reach a webhook's backend.
+type BackendDown string
+
+// The ways a webhook call fails, from the API server's words.
+const (
+	BackendServiceMissing BackendDown = "service-missing" // `service "x" not found`
+	BackendNoEndpoints    BackendDown = "no-endpoints"    // `no endpoints available for service "x"`
+	BackendRefused        BackendDown = "refused"         // `connect: connection refused`
+	BackendTimeout        BackendDown = "timeout"         // `context deadline exceeded`, `i/o timeout`
+	BackendTLS            BackendDown = "tls"             // `x509: ...`, `tls: ...`
+	BackendOther          BackendDown = "other"           // any other call error
+)
+
+// Unavailable says the webhook could not be called: its backend is down or unreachable, as
+// opposed to a webhook that answered and denied the request.
+func (w WebhookFailure) Unavailable() bool { return !w.Denied }
 
 var (
 	// k8s.io/apiserver pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr:
@@ -52,7 +75,28 @@ func ParseWebhook(msg string) (WebhookFailure, bool) {
 	if n := noEndpoints.FindStringSubmatch(s[2]); n != nil {
 		w.NoEndpoints, w.Service = true, n[1]
 	}
+	w.Backend = backendDown(w, s[2])
 	return w, true
+}
+
+// backendDown names how the call failed. The errors are the API server's
+// (k8s.io/apiserver pkg/util/proxy/proxy.go for the Service and its endpoints) and Go's
+// net/http client's around the Post (net: "connect: connection refused", "i/o timeout";
+// context: "context deadline exceeded"; crypto/x509 and crypto/tls).
+func backendDown(w WebhookFailure, callErr string) BackendDown {
+	switch {
+	case w.ServiceMissing:
+		return BackendServiceMissing
+	case w.NoEndpoints:
+		return BackendNoEndpoints
+	case strings.Contains(callErr, "connection refused"):
+		return BackendRefused
+	case strings.Contains(callErr, "context deadline exceeded"), strings.Contains(callErr, "i/o timeout"), strings.Contains(callErr, "Client.Timeout exceeded"):
+		return BackendTimeout
+	case strings.Contains(callErr, "x509: "), strings.Contains(callErr, "tls: "):
+		return BackendTLS
+	}
+	return BackendOther
 }
 
 func firstLineOf(s string) string {

@@ -184,7 +184,8 @@ var fields = map[string][][]redact.Rule{
 		redact.KeepText("spec.snapshotName", "spec.nodeName", "spec.location", "snapshotFile.location", "snapshotFile.message", "status"),
 	},
 	// Admission webhook configurations: which webhook a refusal names, the Service it is
-	// served by and what it matches (workload/admission-denied); not the CA bundle or a URL.
+	// served by, its failurePolicy and what it matches (workload/admission-denied,
+	// workload/webhook-unavailable); not the CA bundle or a URL.
 	"admissionregistration.k8s.io/ValidatingWebhookConfiguration": webhookConfiguration,
 	"admissionregistration.k8s.io/MutatingWebhookConfiguration":   webhookConfiguration,
 	"policy/PodDisruptionBudget": {

@@ -262,7 +262,8 @@ var resources = []resource{
 	{gvr: gvr("", "v1", "secrets"), kind: "Secret", scope: watchedNamespaces, fieldSelector: "type=" + rancher.SecretTypeMachinePlan},
 	{gvr: gvr("policy", "v1", "poddisruptionbudgets"), kind: "PodDisruptionBudget", scope: allNamespaces},
 	// Admission webhook configurations: the one holding a webhook an apply was refused by or
-	// could not call (workload/admission-denied names it and its Service).
+	// could not call (workload/admission-denied and workload/webhook-unavailable name it and its
+	// Service).
 	{gvr: gvr("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"), kind: "ValidatingWebhookConfiguration", scope: clusterScoped},
 	{gvr: gvr("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"), kind: "MutatingWebhookConfiguration", scope: clusterScoped},
 }

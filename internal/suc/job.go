@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/unstick-dev/unstick/internal/imageref"
 )
@@ -143,6 +144,30 @@ func FailureMessage(j *batchv1.Job) string {
 		return ""
 	}
 	return "Job " + j.Namespace + "/" + j.Name + " failed on Node " + j.Labels[LabelNode] + ": " + c.Reason + ": " + c.Message
+}
+
+// DrainPodSelector selects the pods the controller's drain evicts: those not labelled
+// upgrade.cattle.io/controller, narrowed by spec.drain.podSelector (job.go New, the
+// --pod-selector it passes). nil without a drain.
+func (p *Plan) DrainPodSelector() (labels.Selector, error) {
+	if p.Spec.Drain == nil {
+		return nil, nil
+	}
+	r, err := labels.NewRequirement(LabelController, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, err
+	}
+	sel := labels.NewSelector().Add(*r)
+	if ps := p.Spec.Drain.PodSelector; ps != nil {
+		s, err := metav1.LabelSelectorAsSelector(ps)
+		if err != nil {
+			return nil, err
+		}
+		if reqs, ok := s.Requirements(); ok {
+			sel = sel.Add(reqs...)
+		}
+	}
+	return sel, nil
 }
 
 // DrainArgs are the kubectl arguments the controller gives the drain container of node
