@@ -10,7 +10,6 @@ import (
 	"time"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,7 +121,7 @@ func produceGitRepoFailures(t *testing.T, r *realFleet, git *gitServer) {
 }
 
 // shopFirstCommit creates the shop GitRepo at its first commit, waits for the gitjob
-// controller's Job to complete (KWOK runs its pod) and writes the Bundle `fleet apply` in
+// controller's Job to complete (KWOK runs its pod; the controller then deletes it) and writes the Bundle `fleet apply` in
 // that pod would have written, then waits for the agent to deploy it.
 func shopFirstCommit(t *testing.T, r *realFleet, git *gitServer) {
 	t.Helper()
@@ -131,7 +130,8 @@ func shopFirstCommit(t *testing.T, r *realFleet, git *gitServer) {
 		t.Fatal(err)
 	}
 	first := commitOf(repoQuota + "-1")
-	waitUntil(t, "shop's first gitjob Job complete", 3*time.Minute, func() bool { return r.gitJobDone(t, repoQuota, first) },
+	// The Job controller's event; the gitjob controller deletes a succeeded Job soon after.
+	waitUntil(t, "shop's first gitjob Job complete", 3*time.Minute, func() bool { return strings.Contains(r.gitRepoMessages(t, repoQuota), "Job completed") },
 		func() string { return r.gitRepoMessages(t, repoQuota) + "\n" + r.mgmt.Logs("fleet-gitjob") })
 	b := failBundle{name: repoQuota + "-web", ns: "shop", version: "1.4.0", templates: map[string]string{"configmap.yaml": shopConfig}}.bundle()
 	// What fleet apply sets on the Bundles of a GitRepo (rancher/fleet internal/bundlereader).
@@ -157,30 +157,6 @@ func shopQuotaRefusesJob(t *testing.T, r *realFleet, git *gitServer) {
 		return err == nil && q.Status.Hard != nil
 	}, func() string { return r.mgmt.Logs("kube-controller-manager") })
 	git.set("/acme/"+repoQuota+".git", gitRepoState{branch: "main", commit: commitOf(repoQuota + "-2")})
-}
-
-// gitJobDone reports whether the gitjob Job of commit for GitRepo name has completed.
-func (r *realFleet) gitJobDone(t *testing.T, name, commit string) bool {
-	t.Helper()
-	jobs, err := r.mgmt.Client.BatchV1().Jobs(testbed.FleetDefaultNamespace).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		return false
-	}
-	for _, j := range jobs.Items {
-		if ownedByGitRepo(j, name) && j.Annotations["commit"] == commit && j.Status.Succeeded > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func ownedByGitRepo(j batchv1.Job, name string) bool {
-	for _, o := range j.OwnerReferences {
-		if o.Kind == "GitRepo" && o.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // gitRepoMessages is what the real controllers say about GitRepo name: its status, its events
