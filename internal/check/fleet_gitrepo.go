@@ -72,12 +72,16 @@ func gitRepoStall(ctx *Context, m *snapshot.Cluster, p *fleet.RepoPipeline, lim 
 		// time of the last attempt, is what stops the commits.
 		since = cause.at
 		what = fmt.Sprintf("cannot read its repository (last attempt %s)", timeText(g.Status.LastPollingTime.Time))
+	case cause.text != "":
+		// A recorded failure names the stall better than the age of the last poll.
+		since = cause.at
+		what = "cannot take new commits"
+		if c := fleet.NextCommit(g); c != "" {
+			what = "cannot take commit " + shortCommit(c)
+		}
 	case pollingStalled(ctx, g, allowed):
 		since = g.Status.LastPollingTime.Time
 		what = fmt.Sprintf("has not polled its repository since %s (every %s expected)", since.UTC().Format(time.RFC3339), human(fleet.PollingInterval(g)))
-	case cause.text != "":
-		since = cause.at
-		what = "cannot take new commits"
 	default:
 		return finding.Finding{}, false
 	}
@@ -160,9 +164,11 @@ var (
 	authError    = regexp.MustCompile(`(?i)authentication required|authentication failed|invalid credentials|could not read username|permission denied \(publickey|unable to authenticate|401 unauthorized|403 forbidden`)
 	hostKeyError = regexp.MustCompile(`(?i)knownhosts|host key|known_hosts|key mismatch`)
 	repoMissing  = regexp.MustCompile(`(?i)repository not found`)
-	quotaError   = regexp.MustCompile(`(?i)exceeded quota`)
-	secretError  = regexp.MustCompile(`(?i)secrets? "[^"]*" not found|failed to look up`)
-	admitError   = regexp.MustCompile(`(?i)admission webhook|denied the request`)
+	// "failed quota: <name>: must specify requests.cpu …" is a pod without the requests a
+	// namespace's compute quota needs (kube-apiserver's resourcequota admission).
+	quotaError  = regexp.MustCompile(`(?i)exceeded quota|failed quota`)
+	secretError = regexp.MustCompile(`(?i)secrets? "[^"]*" not found|failed to look up`)
+	admitError  = regexp.MustCompile(`(?i)admission webhook|denied the request`)
 )
 
 // classifyRepoCause is the kind of a cause, for the finding's signature (the same failure on

@@ -71,6 +71,11 @@ func TestGitRepoStallCauses(t *testing.T) {
 		{"polling refused by the Git server", &fleet.RepoPipeline{Repo: testRepo(repoAt(6, 0), genericcondition.GenericCondition{Type: "GitPolling", Status: "False",
 			Message: "authentication required: HTTP Basic: Access denied\n", LastUpdateTime: repoAt(5, 59).Format(time.RFC3339)})},
 			"cannot read its repository (last attempt 2026-11-28T06:00:00Z) for 3h31m: polling fails on authentication", "auth"},
+		// storefront of the same scenario: the Job exists, the namespace's compute quota refuses
+		// its pod (no requests); the last poll's age is not the cause.
+		{"the gitjob's pod refused by a compute quota", &fleet.RepoPipeline{Repo: testRepo(repoAt(8, 0)), Jobs: nil, Events: []*corev1.Event{
+			repoEvent("Job", "Warning", "FailedCreate", `Error creating: pods "platform-3913e-hg7v8" is forbidden: failed quota: compute: must specify requests.cpu for: fleet,gitcloner-initializer; requests.memory for: fleet,gitcloner-initializer`, repoAt(7, 59), repoAt(8, 0), 6)}},
+			"cannot take commit a1462e4 for 1h31m: the gitjob Job cannot create its pod", "quota"},
 		{"only the poller's event", &fleet.RepoPipeline{Repo: testRepo(repoAt(9, 29)), Events: []*corev1.Event{
 			repoEvent("GitRepo", "Warning", "FailedToCheckCommit", "repository not found: Repository not found.\n", repoAt(8, 0), repoAt(9, 29), 120)}},
 			"cannot read its repository (last attempt 2026-11-28T09:29:00Z) for 1h30m: polling fails: the Git server has no repository at spec.repo", "repo-not-found"},

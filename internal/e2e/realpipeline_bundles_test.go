@@ -73,16 +73,25 @@ func produceBundleChains(t *testing.T, r *realFleet) {
 	r.updateBundle(t, dep)
 	settings.wantMessage = "modified"
 	msgs := waitMessages(t, r, []failBundle{monitoring, dashboards, settings})
-	// payments' Modified, if the agent reports one, is a finding of its own: not waited for.
+	// payments settles Ready, or Modified if the agent's diff sees the defaulted field.
+	deadline := time.Now().Add(3 * time.Minute)
+	for bd := r.bdOf(t, payments.name); !(bdReady(bd) || bd != nil && !bd.Status.NonModified) && time.Now().Before(deadline); bd = r.bdOf(t, payments.name) {
+		time.Sleep(time.Second)
+	}
+	time.Sleep(20 * time.Second) // a further pass of the agent's monitor
 	msgs[payments.name] = r.bundleMessages(t, payments)
 	t.Logf("payments, as the agent reports it:\n%s", msgs[payments.name])
 	dir := collectLive(t, r.kubeconfig, "fleet-bundle-chains")
 	writeRealPipelineScenario(t, dir, pipelineScenario{
 		what: "Bundles on down-1: monitoring ships a ServiceMonitor without the Prometheus operator's CRDs (no matches for kind) and shop-dashboards dependsOn it " +
 			"(the agent's `dependent bundle(s) are not ready`); shop-settings' ConfigMap was changed by hand after Fleet deployed it (Modified); " +
-			"payments renders `rollingUpdate: null`, which the API server defaults.",
-		expect: "rootCauses: [crd/missing]\nfindings: [fleet/dependency-blocked, fleet/bundle-modified]\n",
+			"payments renders `rollingUpdate: null`, which the API server defaults: " + defaultedVerdict(r.bdOf(t, payments.name)) + ".",
+		expect: "rootCauses: [crd/missing, fleet/bundle-modified]\nfindings: [fleet/dependency-blocked]\nforbid: [fleet/bundle-not-ready]\n",
 		msgs:   msgs,
+		roots: []bundleRoot{
+			{"crd/missing", "", []string{"ServiceMonitor", "monitoring.coreos.com"}},
+			{"fleet/bundle-modified", "down-1", []string{"shop-settings", "LOG_LEVEL"}},
+		},
 	})
 	for _, b := range []failBundle{settings, payments, monitoring, dashboards} {
 		_ = r.fleet.Client.Delete(t.Context(), b.bundle())
@@ -149,7 +158,8 @@ func produceReleaseTooLarge(t *testing.T, r *realFleet) {
 	writeRealPipelineScenario(t, dir, pipelineScenario{
 		what: "Bundle geoip ships a 700 KiB GeoIP database in a ConfigMap's binaryData: the Bundle and its Content are stored, " +
 			"the agent's Helm cannot store the release that holds the chart and its manifest (a Secret over 1 MiB).",
-		expect: "rootCauses: [fleet/bundle-err-applied]\n",
+		// Today's finding; the release's size is its cause.
+		expect: "findings: [fleet/bundle-err-applied]\n",
 		msgs:   msgs,
 		extra: "Before it, a Bundle of the same chart with a 1,200 KiB database (" + fmt.Sprintf("%d KiB", bundleSize(huge)>>10) + " of resources) was refused by the API server " +
 			"before it existed, so nothing of it is in the collection. The error the client got:\n\n```\n" + refused + "\n```",
@@ -162,4 +172,17 @@ func bundleSize(b *fleetv1.Bundle) int {
 		n += len(res.Content)
 	}
 	return n
+}
+
+// defaultedVerdict says what the agent made of a field the chart renders and the API defaults.
+func defaultedVerdict(bd *fleetv1.BundleDeployment) string {
+	switch {
+	case bd == nil:
+		return "no BundleDeployment"
+	case !bd.Status.NonModified:
+		return "the agent reports it Modified"
+	case bdReady(bd):
+		return "the agent reports it Ready, not Modified (no diff artefact from this field)"
+	}
+	return "not Ready yet when collected"
 }

@@ -58,11 +58,14 @@ const (
 	repoMoved   = "apps-legacy" // repository renamed on the Git host: 404
 	repoQuota   = "shop"        // new commit, gitjob Job refused by a ResourceQuota
 	quotaName   = "fleet-default-jobs"
+	// A team's workspace whose compute quota the gitjob Job's pod (no requests) cannot meet.
+	repoTeam = "storefront"
+	teamNS   = "team-web"
 )
 
 func gitRepo(name, url string, secret string) *fleetv1.GitRepo {
 	return &fleetv1.GitRepo{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testbed.FleetDefaultNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: repoNamespace(name)},
 		Spec: fleetv1.GitRepoSpec{
 			Repo: url, Branch: "main", Paths: []string{"web"}, ClientSecretName: secret,
 			Targets: []fleetv1.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "real"}}}},
@@ -94,7 +97,8 @@ func produceGitRepoFailures(t *testing.T, r *realFleet, git *gitServer) {
 		}
 	}
 	shopQuotaRefusesJob(t, r, git)
-	want := map[string]string{repoPrivate: "authentication required", repoMoved: "repository not found", repoQuota: "exceeded quota"}
+	teamQuotaRefusesPod(t, r, git)
+	want := map[string]string{repoPrivate: "authentication required", repoMoved: "repository not found", repoQuota: "exceeded quota", repoTeam: "FailedCreate"}
 	msgs := map[string]string{}
 	for name, w := range want {
 		waitUntil(t, "GitRepo "+name+" reports "+w, 3*time.Minute, func() bool { return strings.Contains(r.gitRepoMessages(t, name), w) },
@@ -107,14 +111,21 @@ func produceGitRepoFailures(t *testing.T, r *realFleet, git *gitServer) {
 	}
 	dir := collectLive(t, r.kubeconfig, "fleet-gitrepo-failures")
 	writeRealPipelineScenario(t, dir, pipelineScenario{
-		what: "Three GitRepos on the management cluster, polled by the real gitjob controller against a Git server on the loopback: " +
+		what: "Four GitRepos on the management cluster, polled by the real gitjob controller against a Git server on the loopback: " +
 			"edge-config's private repository refuses the revoked token in its clientSecretName (HTTP 401), apps-legacy's repository moved (HTTP 404), " +
-			"and shop's new commit cannot become a gitjob Job because a ResourceQuota in fleet-default allows no Jobs, so its Bundle shop-web stays at the first commit.",
+			"shop's new commit cannot become a gitjob Job because a ResourceQuota in fleet-default allows no Jobs, so its Bundle shop-web stays at the first commit, " +
+			"and storefront's gitjob Job in the team-web workspace cannot create its pod, which sets no CPU or memory requests, under the namespace's compute quota.",
 		expect: "rootCauses: [fleet/gitrepo-not-syncing]\n",
 		msgs:   msgs,
+		roots: []bundleRoot{
+			{"fleet/gitrepo-not-syncing", "mgmt", []string{repoPrivate, "cannot read its repository", "authentication required"}},
+			{"fleet/gitrepo-not-syncing", "mgmt", []string{repoMoved, "cannot read its repository", "repository not found"}},
+			{"fleet/gitrepo-not-syncing", "mgmt", []string{repoQuota, "has not reached 1 of its 1 Bundles", "exceeded quota: " + quotaName}},
+			{"fleet/gitrepo-not-syncing", "mgmt", []string{repoTeam, "cannot create its pod", "failed quota: compute"}},
+		},
 	})
-	for _, name := range []string{repoPrivate, repoMoved, repoQuota} {
-		_ = r.fleet.Client.Delete(ctx, &fleetv1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testbed.FleetDefaultNamespace}})
+	for _, name := range []string{repoPrivate, repoMoved, repoQuota, repoTeam} {
+		_ = r.fleet.Client.Delete(ctx, &fleetv1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: repoNamespace(name)}})
 	}
 	_ = r.mgmt.Client.CoreV1().ResourceQuotas(testbed.FleetDefaultNamespace).Delete(ctx, quotaName, metav1.DeleteOptions{})
 	_ = r.fleet.Client.Delete(ctx, &fleetv1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: repoQuota + "-web", Namespace: testbed.FleetDefaultNamespace}})
@@ -159,6 +170,40 @@ func shopQuotaRefusesJob(t *testing.T, r *realFleet, git *gitServer) {
 	git.set("/acme/"+repoQuota+".git", gitRepoState{branch: "main", commit: commitOf(repoQuota + "-2")})
 }
 
+// teamQuotaRefusesPod gives the team-web namespace a compute quota, as platform teams do for
+// a workspace, and a GitRepo there: the gitjob Job is created, its pod (no requests) is not.
+func teamQuotaRefusesPod(t *testing.T, r *realFleet, git *gitServer) {
+	t.Helper()
+	ctx := t.Context()
+	if err := r.mgmt.EnsureNamespace(ctx, teamNS); err != nil {
+		t.Fatal(err)
+	}
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "compute"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			corev1.ResourceRequestsCPU: resource.MustParse("4"), corev1.ResourceRequestsMemory: resource.MustParse("8Gi"),
+		}},
+	}
+	if _, err := r.mgmt.Client.CoreV1().ResourceQuotas(teamNS).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the team quota's status", time.Minute, func() bool {
+		q, err := r.mgmt.Client.CoreV1().ResourceQuotas(teamNS).Get(ctx, "compute", metav1.GetOptions{})
+		return err == nil && q.Status.Hard != nil
+	}, func() string { return r.mgmt.Logs("kube-controller-manager") })
+	git.set("/acme/"+repoTeam+".git", gitRepoState{branch: "main", commit: commitOf(repoTeam + "-1")})
+	if err := r.fleet.Client.Create(ctx, gitRepo(repoTeam, git.URL+"/acme/"+repoTeam+".git", "")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func repoNamespace(name string) string {
+	if name == repoTeam {
+		return teamNS
+	}
+	return testbed.FleetDefaultNamespace
+}
+
 // gitRepoMessages is what the real controllers say about GitRepo name: its status, its events
 // and those of its Jobs.
 func (r *realFleet) gitRepoMessages(t *testing.T, name string) string {
@@ -166,11 +211,11 @@ func (r *realFleet) gitRepoMessages(t *testing.T, name string) string {
 	ctx := t.Context()
 	var out []string
 	var g fleetv1.GitRepo
-	if err := r.fleet.Client.Get(ctx, client.ObjectKey{Namespace: testbed.FleetDefaultNamespace, Name: name}, &g); err == nil {
+	if err := r.fleet.Client.Get(ctx, client.ObjectKey{Namespace: repoNamespace(name), Name: name}, &g); err == nil {
 		st, _ := json.Marshal(g.Status)
 		out = append(out, "GitRepo status: "+string(st))
 	}
-	evs, err := r.mgmt.Client.CoreV1().Events(testbed.FleetDefaultNamespace).List(ctx, metav1.ListOptions{})
+	evs, err := r.mgmt.Client.CoreV1().Events(repoNamespace(name)).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return strings.Join(out, "\n")
 	}
@@ -189,6 +234,7 @@ type pipelineScenario struct {
 	expect string            // expect.yaml's lines after description and now
 	msgs   map[string]string // the real messages by object
 	extra  string            // more README text
+	roots  []bundleRoot      // the root causes the scan must name
 }
 
 // writeRealPipelineScenario writes the scenario's expect.yaml (judged 16 minutes after the
@@ -215,5 +261,10 @@ func writeRealPipelineScenario(t *testing.T, dir string, s pipelineScenario) str
 	}
 	out, errOut, _ := run(t, "scan", "--from", dir, "-o", "json", "-q", "--now", now)
 	t.Logf("scan of %s: root causes %v", dir, parse(t, out, errOut).rootCauses())
+	for _, want := range s.roots {
+		if !rootNamed(t, out, want) {
+			t.Errorf("%s: no incident whose root cause is %s naming %v\n%s", dir, want.id, want.words, out)
+		}
+	}
 	return now
 }
