@@ -90,7 +90,7 @@ func produceBundleChains(t *testing.T, r *realFleet) {
 		msgs:   msgs,
 		roots: []bundleRoot{
 			{"crd/missing", "", []string{"ServiceMonitor", "monitoring.coreos.com"}},
-			{"fleet/bundle-modified", "down-1", []string{"shop-settings", "LOG_LEVEL"}},
+			{"fleet/bundle-modified", "", []string{"shop-settings", "LOG_LEVEL"}},
 		},
 	})
 	for _, b := range []failBundle{settings, payments, monitoring, dashboards} {
