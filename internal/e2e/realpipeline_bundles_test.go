@@ -22,8 +22,9 @@ metadata:
 data:
   shop-overview.json: '{"title": "Shop overview", "panels": []}'
 `
-	// payments renders rollingUpdate: null, as charts do whose values leave the block empty;
-	// the API server defaults it (maxSurge and maxUnavailable 25%).
+	// payments renders rollingUpdate: null, as charts do whose values leave the block empty
+	// (the API server defaults it: maxSurge and maxUnavailable 25%), and empty lists the API
+	// server drops (env: [], imagePullSecrets: []).
 	paymentsDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -39,9 +40,11 @@ spec:
     metadata:
       labels: {app: payments}
     spec:
+      imagePullSecrets: []
       containers:
       - name: payments
         image: ghcr.io/example/payments:3.2.0
+        env: []
 `
 )
 
@@ -85,7 +88,7 @@ func produceBundleChains(t *testing.T, r *realFleet) {
 	writeRealPipelineScenario(t, dir, pipelineScenario{
 		what: "Bundles on down-1: monitoring ships a ServiceMonitor without the Prometheus operator's CRDs (no matches for kind) and shop-dashboards dependsOn it " +
 			"(the agent's `dependent bundle(s) are not ready`); shop-settings' ConfigMap was changed by hand after Fleet deployed it (Modified); " +
-			"payments renders `rollingUpdate: null`, which the API server defaults: " + defaultedVerdict(r.bdOf(t, payments.name)) + ".",
+			"payments renders `rollingUpdate: null`, `env: []` and `imagePullSecrets: []`, which the API server defaults or drops: " + defaultedVerdict(r.bdOf(t, payments.name)) + ".",
 		expect: "rootCauses: [crd/missing, fleet/bundle-modified]\nfindings: [fleet/dependency-blocked]\nforbid: [fleet/bundle-not-ready]\n",
 		msgs:   msgs,
 		roots: []bundleRoot{
