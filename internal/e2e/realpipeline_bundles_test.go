@@ -185,7 +185,7 @@ func defaultedVerdict(bd *fleetv1.BundleDeployment) string {
 	case !bd.Status.NonModified:
 		return "the agent reports it Modified"
 	case bdReady(bd):
-		return "the agent reports it Ready, not Modified (no diff artefact from this field)"
+		return "the agent reports it Ready, not Modified (no diff artefact from these fields)"
 	}
 	return "not Ready yet when collected"
 }
