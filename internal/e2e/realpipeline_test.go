@@ -73,42 +73,16 @@ func gitRepo(name, url string, secret string) *fleetv1.GitRepo {
 	}
 }
 
-// produceGitRepoFailures makes the three GitRepo failures, waits for the controllers' own
+// produceGitRepoFailures makes the four GitRepo failures, waits for the controllers' own
 // messages, collects them as fleet-gitrepo-failures and removes the GitRepos again.
 func produceGitRepoFailures(t *testing.T, r *realFleet, git *gitServer) {
 	t.Helper()
-	ctx := t.Context()
-	git.set("/acme/"+repoPrivate+".git", gitRepoState{branch: "main", commit: commitOf(repoPrivate + "-1"), user: "fleet-bot", password: "glpat-rotated-2026-11"})
 	git.set("/acme/"+repoQuota+".git", gitRepoState{branch: "main", commit: commitOf(repoQuota + "-1")})
-	// The Secret Fleet's GitRepo names in clientSecretName: the token the Git host revoked.
-	if _, err := r.mgmt.Client.CoreV1().Secrets(testbed.FleetDefaultNamespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: repoPrivate + "-auth"}, Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{"username": []byte("fleet-bot"), "password": []byte("glpat-revoked-2026-05")},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	shopFirstCommit(t, r, git)
-	for _, g := range []*fleetv1.GitRepo{
-		gitRepo(repoPrivate, git.URL+"/acme/"+repoPrivate+".git", repoPrivate+"-auth"),
-		gitRepo(repoMoved, git.URL+"/acme/"+repoMoved+".git", ""),
-	} {
-		if err := r.fleet.Client.Create(ctx, g); err != nil {
-			t.Fatal(err)
-		}
-	}
+	unreadableRepos(t, r, git)
 	shopQuotaRefusesJob(t, r, git)
 	teamQuotaRefusesPod(t, r, git)
-	want := map[string]string{repoPrivate: "authentication required", repoMoved: "repository not found", repoQuota: "exceeded quota", repoTeam: "FailedCreate"}
-	msgs := map[string]string{}
-	for name, w := range want {
-		waitUntil(t, "GitRepo "+name+" reports "+w, 3*time.Minute, func() bool { return strings.Contains(r.gitRepoMessages(t, name), w) },
-			func() string { return r.gitRepoMessages(t, name) + "\n" + r.mgmt.Logs("fleet-gitjob") })
-	}
-	time.Sleep(20 * time.Second) // a further poll, so the events count more than one failure
-	for name := range want {
-		msgs[name] = r.gitRepoMessages(t, name)
-		t.Logf("GitRepo %s, as the real controllers report it:\n%s", name, msgs[name])
-	}
+	msgs := waitGitRepoMessages(t, r, map[string]string{repoPrivate: "authentication required", repoMoved: "repository not found", repoQuota: "exceeded quota", repoTeam: "FailedCreate"})
 	dir := collectLive(t, r.kubeconfig, "fleet-gitrepo-failures")
 	writeRealPipelineScenario(t, dir, pipelineScenario{
 		what: "Four GitRepos on the management cluster, polled by the real gitjob controller against a Git server on the loopback: " +
@@ -124,6 +98,52 @@ func produceGitRepoFailures(t *testing.T, r *realFleet, git *gitServer) {
 			{"fleet/gitrepo-not-syncing", "mgmt", []string{repoTeam, "cannot create its pod", "failed quota: compute"}},
 		},
 	})
+	removeGitRepoFailures(t, r)
+}
+
+// unreadableRepos creates a GitRepo of a private repository whose token the Git host revoked
+// (401) and one of a repository that moved (404).
+func unreadableRepos(t *testing.T, r *realFleet, git *gitServer) {
+	t.Helper()
+	ctx := t.Context()
+	git.set("/acme/"+repoPrivate+".git", gitRepoState{branch: "main", commit: commitOf(repoPrivate + "-1"), user: "fleet-bot", password: "glpat-rotated-2026-11"})
+	// The Secret the GitRepo names in clientSecretName: the token the Git host revoked.
+	if _, err := r.mgmt.Client.CoreV1().Secrets(testbed.FleetDefaultNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: repoPrivate + "-auth"}, Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte("fleet-bot"), "password": []byte("glpat-revoked-2026-05")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []*fleetv1.GitRepo{
+		gitRepo(repoPrivate, git.URL+"/acme/"+repoPrivate+".git", repoPrivate+"-auth"),
+		gitRepo(repoMoved, git.URL+"/acme/"+repoMoved+".git", ""),
+	} {
+		if err := r.fleet.Client.Create(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitGitRepoMessages waits until each GitRepo's messages contain the words wanted of it and
+// returns them, a poll later (so the events count more than one failure).
+func waitGitRepoMessages(t *testing.T, r *realFleet, want map[string]string) map[string]string {
+	t.Helper()
+	for name, w := range want {
+		waitUntil(t, "GitRepo "+name+" reports "+w, 3*time.Minute, func() bool { return strings.Contains(r.gitRepoMessages(t, name), w) },
+			func() string { return r.gitRepoMessages(t, name) + "\n" + r.mgmt.Logs("fleet-gitjob") })
+	}
+	time.Sleep(20 * time.Second)
+	msgs := map[string]string{}
+	for name := range want {
+		msgs[name] = r.gitRepoMessages(t, name)
+		t.Logf("GitRepo %s, as the real controllers report it:\n%s", name, msgs[name])
+	}
+	return msgs
+}
+
+func removeGitRepoFailures(t *testing.T, r *realFleet) {
+	t.Helper()
+	ctx := t.Context()
 	for _, name := range []string{repoPrivate, repoMoved, repoQuota, repoTeam} {
 		_ = r.fleet.Client.Delete(ctx, &fleetv1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: repoNamespace(name)}})
 	}
@@ -145,7 +165,8 @@ func shopFirstCommit(t *testing.T, r *realFleet, git *gitServer) {
 	waitUntil(t, "shop's first gitjob Job complete", 3*time.Minute, func() bool { return strings.Contains(r.gitRepoMessages(t, repoQuota), "Job completed") },
 		func() string { return r.gitRepoMessages(t, repoQuota) + "\n" + r.mgmt.Logs("fleet-gitjob") })
 	b := failBundle{name: repoQuota + "-web", ns: "shop", version: "1.4.0", templates: map[string]string{"configmap.yaml": shopConfig}}.bundle()
-	// What fleet apply sets on the Bundles of a GitRepo (rancher/fleet internal/bundlereader).
+	// What fleet apply sets on the Bundles of a GitRepo: the commit (rancher/fleet
+	// internal/cmd/cli/apply.go) and the repo-name label the gitjob passes it (gitjob.go).
 	b.Labels = map[string]string{fleetv1.RepoLabel: repoQuota, fleetv1.CommitLabel: first}
 	r.updateBundle(t, b)
 	waitUntil(t, "shop-web deployed", 4*time.Minute, func() bool { return bdReady(r.bdOf(t, b.Name)) }, r.logs)
