@@ -3,9 +3,10 @@
 # CAPI CRDs), kube-controller-manager and kube-scheduler of the same release, and KWOK playing
 # the nodes' kubelets. The first start builds every program from the Go module proxy (minutes).
 #
-#   hack/testbed.sh start DIR [--fleet] [--suc]
+#   hack/testbed.sh start DIR [--fleet] [--gitjob] [--suc]
 #                                 start in the background; writes DIR/kubeconfig. --fleet adds
 #                                 the real Fleet controller, a downstream bed and its agent;
+#                                 --gitjob also Fleet's gitjob controller (implies --fleet);
 #                                 --suc the real system-upgrade-controller
 #   hack/testbed.sh stop DIR      stop it and remove what start wrote
 #   hack/testbed.sh binaries      build every program of the test bed and print their paths

@@ -24,7 +24,8 @@ import (
 )
 
 const usage = `usage:
-  testbed start DIR [--fleet] [--suc]   start the test bed in the background; writes DIR/kubeconfig
+  testbed start DIR [--fleet] [--gitjob] [--suc]
+                                        start the test bed in the background; writes DIR/kubeconfig
   testbed stop DIR                      stop it and remove what start wrote
   testbed binaries                      build (if needed) every program of the test bed and print their paths
   testbed node-down DIR NODE            stop NODE's kubelet: within --node-monitor-grace-period (20s)
@@ -40,6 +41,10 @@ logs to DIR/<program>.log.
 bed as a downstream cluster in DIR/downstream (context "downstream", nodes down-1 and
 down-arm-1) and the real Fleet agent registered from there through a ClusterRegistrationToken:
 KUBECONFIG=DIR/kubeconfig:DIR/downstream/kubeconfig reaches both.
+
+--gitjob (implies --fleet) also runs Fleet's gitjob controller, as the fleet chart's gitjob
+Deployment does: GitRepos are polled with its real ls-remote and their Jobs created; KWOK
+completes the Jobs' pods without running fleet apply.
 
 --suc also runs the real system-upgrade-controller, deployed as its v0.20.1 manifest deploys
 it (namespace system-upgrade, ConfigMap default-controller-env, kubectl image
@@ -63,14 +68,17 @@ type usageError string
 
 // options are start's: the directory and what runs besides the bed.
 type options struct {
-	dir        string
-	fleet, suc bool
+	dir                string
+	fleet, gitjob, suc bool
 }
 
 func (o options) flags() []string {
 	var f []string
 	if o.fleet {
 		f = append(f, "--fleet")
+	}
+	if o.gitjob {
+		f = append(f, "--gitjob")
 	}
 	if o.suc {
 		f = append(f, "--suc")
@@ -84,10 +92,12 @@ func parseStart(cmd string, args []string) (options, error) {
 		switch {
 		case a == "--fleet":
 			o.fleet = true
+		case a == "--gitjob":
+			o.fleet, o.gitjob = true, true
 		case a == "--suc":
 			o.suc = true
 		case strings.HasPrefix(a, "-"):
-			return o, usageError(fmt.Sprintf("%s: unknown flag %s (it takes DIR [--fleet] [--suc])", cmd, a))
+			return o, usageError(fmt.Sprintf("%s: unknown flag %s (it takes DIR [--fleet] [--gitjob] [--suc])", cmd, a))
 		case o.dir != "":
 			return o, usageError(fmt.Sprintf("%s takes one DIR, got %q and %q", cmd, o.dir, a))
 		default:
@@ -95,7 +105,7 @@ func parseStart(cmd string, args []string) (options, error) {
 		}
 	}
 	if o.dir == "" {
-		return o, usageError(cmd + " takes DIR [--fleet] [--suc]")
+		return o, usageError(cmd + " takes DIR [--fleet] [--gitjob] [--suc]")
 	}
 	return o, nil
 }
@@ -244,6 +254,9 @@ func serve(ctx context.Context, o options) (err error) {
 			return err
 		}
 		f := testbed.StartFleet(r, mgmt)
+		if o.gitjob {
+			f.StartGitJob(r)
+		}
 		a := f.Register(r, down, "downstream", testbed.AgentOptions{})
 		fmt.Printf("testbed: Fleet agent registered as cluster %s/%s\n", a.ClusterNamespace, a.ClusterName)
 	}

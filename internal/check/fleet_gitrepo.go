@@ -50,6 +50,8 @@ type repoCause struct {
 	text     string
 	at       time.Time
 	evidence []finding.Evidence
+	// polling is a failure to read the repository (ls-remote), before any Job.
+	polling bool
 }
 
 // gitRepoStall judges one GitRepo: its Bundles behind status.commit, or its polling stopped,
@@ -64,13 +66,22 @@ func gitRepoStall(ctx *Context, m *snapshot.Cluster, p *fleet.RepoPipeline, lim 
 	switch {
 	case len(stale) > 0:
 		since = earliest(commitSeen(p), cause.at)
-		what = fmt.Sprintf("commit %s has not reached %d of its %d Bundles", shortCommit(g.Status.Commit), len(stale), len(p.Bundles))
+		what = fmt.Sprintf("commit %s has not reached %d of its %d Bundles", shortCommit(fleet.NextCommit(g)), len(stale), len(p.Bundles))
+	case cause.polling:
+		// The poller stamps lastPollingTime on failed attempts too: the failure, not the
+		// time of the last attempt, is what stops the commits.
+		since = cause.at
+		what = fmt.Sprintf("cannot read its repository (last attempt %s)", timeText(g.Status.LastPollingTime.Time))
+	case cause.text != "":
+		// A recorded failure names the stall better than the age of the last poll.
+		since = cause.at
+		what = "cannot take new commits"
+		if c := fleet.NextCommit(g); c != "" {
+			what = "cannot take commit " + shortCommit(c)
+		}
 	case pollingStalled(ctx, g, allowed):
 		since = g.Status.LastPollingTime.Time
 		what = fmt.Sprintf("has not polled its repository since %s (every %s expected)", since.UTC().Format(time.RFC3339), human(fleet.PollingInterval(g)))
-	case cause.text != "":
-		since = cause.at
-		what = "cannot take new commits"
 	default:
 		return finding.Finding{}, false
 	}
@@ -95,7 +106,7 @@ func gitRepoFinding(ctx *Context, m *snapshot.Cluster, p *fleet.RepoPipeline, st
 		f.Keys = append(f.Keys, WorkloadKey(m.Name, j.Namespace, j.Name))
 	}
 	src := sourceOf(m, gitRepoRef(g))
-	f.Evidence = append(f.Evidence, ev(src, "status.commit=%s pollingInterval=%s lastPollingTriggered=%s", orDash(g.Status.Commit), pollingText(g), timeText(g.Status.LastPollingTime.Time)))
+	f.Evidence = append(f.Evidence, ev(src, "status.commit=%s pollingCommit=%s pollingInterval=%s lastPollingTriggered=%s", orDash(g.Status.Commit), orDash(g.Status.PollingCommit), pollingText(g), timeText(g.Status.LastPollingTime.Time)))
 	for _, b := range firstN(stale, 5) {
 		f.Evidence = append(f.Evidence, ev(sourceOf(m, bundleObjRef(b)), "Bundle %s: label %s=%s", b.Name, fleet.LabelCommit, b.Labels[fleet.LabelCommit]))
 	}
@@ -124,11 +135,14 @@ func pollingError(m *snapshot.Cluster, p *fleet.RepoPipeline) repoCause {
 	g := p.Repo
 	if c := fleet.Condition(g.Status.Conditions, "GitPolling"); c != nil && string(c.Status) == "False" && c.Message != "" {
 		at := earliest(snapshot.ParseTime(c.LastTransitionTime), snapshot.ParseTime(c.LastUpdateTime))
-		return repoCause{text: pollingFailure(c.Message), at: at,
+		return repoCause{text: pollingFailure(c.Message), at: at, polling: true,
 			evidence: []finding.Evidence{ev(sourceOf(m, gitRepoRef(g)), "condition GitPolling=False: %s", firstLine(c.Message))}}
 	}
-	if e := lastEvent(p.Events, "GitRepo", corev1.EventTypeWarning, "Failed"); e != nil {
-		return repoCause{text: pollingFailure(e.Message), at: firstSeen(e), evidence: []finding.Evidence{repoEventEvidence(m, e)}}
+	// "Failed" is the reconciler's, "FailedToCheckCommit" the poller's (rancher/fleet v0.16).
+	for _, reason := range []string{"FailedToCheckCommit", "Failed"} {
+		if e := lastEvent(p.Events, "GitRepo", corev1.EventTypeWarning, reason); e != nil {
+			return repoCause{text: pollingFailure(e.Message), at: firstSeen(e), polling: true, evidence: []finding.Evidence{repoEventEvidence(m, e)}}
+		}
 	}
 	return repoCause{}
 }
@@ -140,6 +154,8 @@ func pollingFailure(msg string) string {
 		return "polling fails on authentication (the credentials in spec.clientSecretName are refused or missing): " + firstLine(msg)
 	case "host-key":
 		return "polling fails on the SSH host key (the Git server's key changed or is not in known_hosts): " + firstLine(msg)
+	case "repo-not-found":
+		return "polling fails: the Git server has no repository at spec.repo (moved, renamed or deleted; GitHub and GitLab also answer so for a private repository without credentials): " + firstLine(msg)
 	}
 	return "polling fails: " + firstLine(msg)
 }
@@ -147,9 +163,12 @@ func pollingFailure(msg string) string {
 var (
 	authError    = regexp.MustCompile(`(?i)authentication required|authentication failed|invalid credentials|could not read username|permission denied \(publickey|unable to authenticate|401 unauthorized|403 forbidden`)
 	hostKeyError = regexp.MustCompile(`(?i)knownhosts|host key|known_hosts|key mismatch`)
-	quotaError   = regexp.MustCompile(`(?i)exceeded quota`)
-	secretError  = regexp.MustCompile(`(?i)secrets? "[^"]*" not found|failed to look up`)
-	admitError   = regexp.MustCompile(`(?i)admission webhook|denied the request`)
+	repoMissing  = regexp.MustCompile(`(?i)repository not found`)
+	// "failed quota: <name>: must specify requests.cpu …" is a pod without the requests a
+	// namespace's compute quota needs (kube-apiserver's resourcequota admission).
+	quotaError  = regexp.MustCompile(`(?i)exceeded quota|failed quota`)
+	secretError = regexp.MustCompile(`(?i)secrets? "[^"]*" not found|failed to look up`)
+	admitError  = regexp.MustCompile(`(?i)admission webhook|denied the request`)
 )
 
 // classifyRepoCause is the kind of a cause, for the finding's signature (the same failure on
@@ -160,6 +179,8 @@ func classifyRepoCause(text string) string {
 		return "host-key"
 	case authError.MatchString(text):
 		return "auth"
+	case repoMissing.MatchString(text):
+		return "repo-not-found"
 	case quotaError.MatchString(text):
 		return "quota"
 	case secretError.MatchString(text):
@@ -250,11 +271,12 @@ func quietController(m *snapshot.Cluster, g *fleetv1.GitRepo) repoCause {
 		evidence: []finding.Evidence{ev(sourceOf(m, gitRepoRef(g)), "no polling error, failed or refused Job; conditions last changed %s", timeText(last))}}
 }
 
-// commitSeen is when the GitRepo's status.commit was first seen: the GotNewCommit event
+// commitSeen is when the GitRepo's next commit was first seen: the GotNewCommit event
 // naming it, else the first gitjob Job still there.
 func commitSeen(p *fleet.RepoPipeline) time.Time {
+	next := fleet.NextCommit(p.Repo)
 	for _, e := range p.Events {
-		if e.Reason == "GotNewCommit" && strings.TrimSpace(e.Message) == p.Repo.Status.Commit {
+		if e.Reason == "GotNewCommit" && strings.TrimSpace(e.Message) == next {
 			return firstSeen(e)
 		}
 	}

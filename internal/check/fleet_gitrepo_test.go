@@ -62,6 +62,23 @@ func TestGitRepoStallCauses(t *testing.T) {
 		{"a missing helm secret", &fleet.RepoPipeline{Repo: testRepo(repoAt(9, 29)), Events: []*corev1.Event{
 			repoEvent("GitRepo", "Warning", "FailedValidatingSecret", `failed to look up helmSecretName, error: secrets "helm-auth" not found`, repoAt(8, 10), repoAt(9, 29), 300)}},
 			"the gitjob Job is not created", "secret"},
+		// Fleet v0.16's shape, as the real gitjob controller left it on the test bed: the poller
+		// wrote the new commit to pollingCommit only, the Job for it was refused, and
+		// status.commit and the Bundle stay at the old commit.
+		{"new commit polled, its Job refused by a quota", quotaRefused(), "commit 87b7abf has not reached 1 of its 1 Bundles", "quota"},
+		// The poller stamps lastPollingTime on each failed attempt: an old attempt with a
+		// recorded failure is named by the failure, not as a poller that stopped.
+		{"polling refused by the Git server", &fleet.RepoPipeline{Repo: testRepo(repoAt(6, 0), genericcondition.GenericCondition{Type: "GitPolling", Status: "False",
+			Message: "authentication required: HTTP Basic: Access denied\n", LastUpdateTime: repoAt(5, 59).Format(time.RFC3339)})},
+			"cannot read its repository (last attempt 2026-11-28T06:00:00Z) for 3h31m: polling fails on authentication", "auth"},
+		// storefront of the same scenario: the Job exists, the namespace's compute quota refuses
+		// its pod (no requests); the last poll's age is not the cause.
+		{"the gitjob's pod refused by a compute quota", &fleet.RepoPipeline{Repo: testRepo(repoAt(8, 0)), Jobs: nil, Events: []*corev1.Event{
+			repoEvent("Job", "Warning", "FailedCreate", `Error creating: pods "platform-3913e-hg7v8" is forbidden: failed quota: compute: must specify requests.cpu for: fleet,gitcloner-initializer; requests.memory for: fleet,gitcloner-initializer`, repoAt(7, 59), repoAt(8, 0), 6)}},
+			"cannot take commit a1462e4 for 1h31m: the gitjob Job cannot create its pod", "quota"},
+		{"only the poller's event", &fleet.RepoPipeline{Repo: testRepo(repoAt(9, 29)), Events: []*corev1.Event{
+			repoEvent("GitRepo", "Warning", "FailedToCheckCommit", "repository not found: Repository not found.\n", repoAt(8, 0), repoAt(9, 29), 120)}},
+			"cannot read its repository (last attempt 2026-11-28T09:29:00Z) for 1h30m: polling fails: the Git server has no repository at spec.repo", "repo-not-found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := &snapshot.Cluster{Name: "local"}
@@ -77,4 +94,17 @@ func TestGitRepoStallCauses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// quotaRefused is the shop GitRepo of the real fleet-gitrepo-failures scenario: polled at a
+// new commit whose gitjob Job a ResourceQuota refused (Accepted=False).
+func quotaRefused() *fleet.RepoPipeline {
+	g := testRepo(repoAt(9, 29), genericcondition.GenericCondition{Type: "Accepted", Status: "False", Reason: "Error",
+		Message:        `error creating git job: jobs.batch "platform-6d3c3" is forbidden: exceeded quota: fleet-default-jobs, requested: count/jobs.batch=1, used: count/jobs.batch=0, limited: count/jobs.batch=0`,
+		LastUpdateTime: repoAt(8, 40).Format(time.RFC3339)})
+	g.Status.PollingCommit = "87b7abfe06d173fc854b7cb81cf756061ba04c37"
+	b := &fleetv1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "platform-web", Namespace: "fleet-default",
+		Labels: map[string]string{fleet.LabelRepoName: "platform", fleet.LabelCommit: g.Status.Commit}}}
+	return &fleet.RepoPipeline{Repo: g, Bundles: []*fleetv1.Bundle{b}, Events: []*corev1.Event{
+		repoEvent("GitRepo", "Normal", "GotNewCommit", g.Status.PollingCommit, repoAt(8, 40), repoAt(8, 40), 1)}}
 }

@@ -115,10 +115,22 @@ func PollingInterval(g *fleetv1.GitRepo) time.Duration {
 	return DefaultPollingInterval
 }
 
-// StaleBundles are the pipeline's Bundles whose commit label is not the GitRepo's
-// status.commit: the commit the controller last resolved has not reached them.
+// NextCommit is the commit Fleet is taking the GitRepo to, as the gitjob controller picks it
+// (getNextCommit in rancher/fleet v0.16 internal/cmd/controller/gitops/reconciler): the
+// poller's status.pollingCommit when it differs from status.commit, else status.commit. The
+// poller writes only pollingCommit; status.commit moves when the gitjob Job for the commit
+// is created, so a Job that cannot be created leaves status.commit at the old commit.
+func NextCommit(g *fleetv1.GitRepo) string {
+	if c := g.Status.PollingCommit; c != "" && c != g.Status.Commit {
+		return c
+	}
+	return g.Status.Commit
+}
+
+// StaleBundles are the pipeline's Bundles whose commit label is not the GitRepo's next
+// commit: the commit the controller last resolved has not reached them.
 func (p *RepoPipeline) StaleBundles() []*fleetv1.Bundle {
-	want := p.Repo.Status.Commit
+	want := NextCommit(p.Repo)
 	if want == "" {
 		return nil
 	}

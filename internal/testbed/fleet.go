@@ -39,6 +39,8 @@ type Fleet struct {
 	Bed             *Bed
 	Controller      *Proc
 	AgentManagement *Proc
+	// GitJob is the gitjob controller, once StartGitJob ran it.
+	GitJob *Proc
 	// Client reads and writes Fleet's resources on the management cluster.
 	Client client.Client
 	bins   map[string]string
