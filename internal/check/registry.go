@@ -18,8 +18,11 @@ func All() []Check {
 		fleetTargeting,
 		fleetDependencies,
 		fleetAgentStalled,
+		// Objects too large for etcd or the API server.
+		fleetObjectSize,
 		// Helm release storage, on every cluster.
 		helmReleases,
+		helmReleaseSize,
 		// Pods and workloads in the agent, SUC and system namespaces.
 		podScheduling,
 		podContainers,
