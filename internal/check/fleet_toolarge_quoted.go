@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 
@@ -26,7 +27,7 @@ func quotedTooLarge(ctx *Context, m *snapshot.Cluster) []finding.Finding {
 	for _, p := range fleet.Pipelines(m) {
 		if q, tl, ok := firstTooLarge(pipelineTexts(m, p)); ok {
 			b := heaviestBundle(m, p.Bundles)
-			f := tooLargeFinding(ctx, m, b, gitRepoRef(p.Repo), fmt.Sprintf("GitRepo %s/%s cannot write its Bundles", p.Repo.Namespace, p.Repo.Name), tl)
+			f := tooLargeFinding(ctx, m, b, gitRepoRef(p.Repo), fmt.Sprintf("GitRepo %s/%s cannot write its Bundles%s", p.Repo.Namespace, p.Repo.Name, pathsText(p.Repo)), tl)
 			f.Keys = append(f.Keys, GitRepoKey(m.Name, p.Repo.Namespace, p.Repo.Name))
 			f.Vars["gitrepo"], f.Vars["fleet-namespace"] = p.Repo.Name, p.Repo.Namespace
 			f.Evidence = append([]finding.Evidence{ev(q.source, "%s: %s", q.where, firstLine(q.text))}, f.Evidence...)
@@ -119,10 +120,20 @@ func logTexts(m *snapshot.Cluster, ns, pod string) []quotedText {
 	return out
 }
 
-// heaviestBundle is the largest of bs by what was measured; nil when none was.
+// pathsText names the paths a GitRepo builds Bundles from: where the weight is.
+func pathsText(g *fleetv1.GitRepo) string {
+	if len(g.Spec.Paths) == 0 {
+		return " (from the repository's root)"
+	}
+	return " (paths " + strings.Join(g.Spec.Paths, ", ") + ")"
+}
+
+// heaviestBundle is the largest of bs by what was measured, when it weighs at least half
+// the etcd limit (a Bundle that could not be written is not among them; a small one says
+// nothing about it); nil otherwise.
 func heaviestBundle(m *snapshot.Cluster, bs []*fleetv1.Bundle) *fleetv1.Bundle {
 	var best *fleetv1.Bundle
-	most := -1
+	most := messages.EtcdRequestBytes / 2
 	for _, b := range bs {
 		if s, ok := m.BundleSizes[b.Namespace+"/"+b.Name]; ok && s.Bytes > most {
 			best, most = b, s.Bytes

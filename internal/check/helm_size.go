@@ -82,7 +82,7 @@ func oversizedRelease(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *snap
 		f.Evidence = append(f.Evidence, releaseSizeEvidence(c, release)...)
 	}
 	f.Signature = "release-too-large|" + genericBundle(bundle)
-	f.Vars = map[string]string{"release": release, "bundle": bundle}
+	f.Vars = map[string]string{"release": release, "bundle": bundle, "namespace": bd.Spec.Options.ReleaseNamespace()}
 	return f
 }
 
