@@ -94,7 +94,7 @@ func tooLargeFinding(ctx *Context, m *snapshot.Cluster, b *fleetv1.Bundle, obj f
 	f.Keys = []string{BundleObjectKey(m.Name, b.Namespace, b.Name)}
 	if repo := b.Labels[fleet.LabelRepoName]; repo != "" {
 		f.Keys = append(f.Keys, GitRepoKey(m.Name, b.Namespace, repo))
-		f.Vars["gitrepo"] = repo
+		setGitRepoVars(&f, m, b.Namespace, repo)
 	}
 	f.Vars["bundle"], f.Vars["fleet-namespace"] = b.Name, b.Namespace
 	size := m.BundleSizes[b.Namespace+"/"+b.Name]
@@ -186,4 +186,15 @@ func warningText(e *corev1.Event) string {
 		return ""
 	}
 	return e.Message
+}
+
+// setGitRepoVars fills the GitRepo's name and, when it was read, the force-sync generation
+// the ladder's resync sets.
+func setGitRepoVars(f *finding.Finding, m *snapshot.Cluster, ns, name string) {
+	f.Vars["gitrepo"], f.Vars["fleet-namespace"] = name, ns
+	for _, g := range m.GitRepos {
+		if g.Namespace == ns && g.Name == name {
+			f.Vars["n+1@gitrepos.fleet.cattle.io"] = fmt.Sprint(g.Spec.ForceSyncGeneration + 1)
+		}
+	}
 }

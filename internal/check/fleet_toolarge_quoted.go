@@ -29,7 +29,7 @@ func quotedTooLarge(ctx *Context, m *snapshot.Cluster) []finding.Finding {
 			b := heaviestBundle(m, p.Bundles)
 			f := tooLargeFinding(ctx, m, b, gitRepoRef(p.Repo), fmt.Sprintf("GitRepo %s/%s cannot write its Bundles%s", p.Repo.Namespace, p.Repo.Name, pathsText(p.Repo)), tl)
 			f.Keys = append(f.Keys, GitRepoKey(m.Name, p.Repo.Namespace, p.Repo.Name))
-			f.Vars["gitrepo"], f.Vars["fleet-namespace"] = p.Repo.Name, p.Repo.Namespace
+			setGitRepoVars(&f, m, p.Repo.Namespace, p.Repo.Name)
 			f.Evidence = append([]finding.Evidence{ev(q.source, "%s: %s", q.where, firstLine(q.text))}, f.Evidence...)
 			out = append(out, f)
 		}

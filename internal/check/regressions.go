@@ -65,6 +65,9 @@ func knownRegressions() []knownRegression {
 // citeRegressions adds to each finding on a management cluster the known regressions its
 // fleet-controller's version is affected by and its signature shows.
 func citeRegressions(s *snapshot.Snapshot, fs []finding.Finding) {
+	if s == nil {
+		return
+	}
 	table := knownRegressions()
 	for i := range fs {
 		m := s.Cluster(fs[i].Cluster)
