@@ -118,6 +118,7 @@ func Run(ctx *Context, checks []Check) Result {
 			res.Errors = append(res.Errors, finding.ScanError{Check: checks[i].Name, Message: o.err.Error()})
 		}
 	}
+	citeRegressions(ctx.Snap, res.Findings)
 	SortFindings(res.Findings)
 	return res
 }

@@ -38,6 +38,7 @@ var fleetBundles = Check{
 		for _, m := range ctx.Snap.Management() {
 			ix := newFleetIndex(m)
 			byNS := bdsByNamespace(m)
+			mods := newModifiedIndex(m.BundleDeployments)
 			for _, bd := range m.BundleDeployments {
 				fc := ix.forBD(m, bd)
 				target := bd.Namespace
@@ -104,6 +105,9 @@ var fleetBundles = Check{
 					out = append(out, f)
 				case fleet.StateModified:
 					f := mk("fleet/bundle-modified", fmt.Sprintf("bundle %s on cluster %s was modified outside Fleet%s", bundle, target, suffix(": ", modifiedSummary(bd))), time.Time{})
+					if a, ok := mods.artefact(bd); ok {
+						markArtefact(&f, sourceOf(m, bdRef(bd)), bundle, target, a)
+					}
 					out = append(out, f)
 				}
 			}

@@ -18,10 +18,13 @@ func All() []Check {
 		fleetTargeting,
 		fleetDependencies,
 		fleetAgentStalled,
+		// Objects too large for etcd or the API server.
+		fleetObjectSize,
 		// Helm release storage, on every cluster.
 		helmReleases,
 		// RKE2/K3s's bundled HelmCharts, whose Jobs a Kubernetes upgrade re-runs.
 		helmChartJobs,
+		helmReleaseSize,
 		// Pods and workloads in the agent, SUC and system namespaces.
 		podScheduling,
 		podContainers,

@@ -33,6 +33,10 @@ type expectation struct {
 	MaxSeverity string `json:"maxSeverity"`
 	// Errors is how many scan errors are expected (malformed files and the like).
 	Errors int `json:"errors"`
+	// Signatures must each be some finding's signature, and ForbidSignatures none's: what
+	// tells two readings of one ID apart (a diff artefact from drift).
+	Signatures       []string `json:"signatures"`
+	ForbidSignatures []string `json:"forbidSignatures"`
 }
 
 // scenarioDirs finds every directory under testdata/scenarios holding an expect.yaml.
@@ -92,9 +96,20 @@ func TestScenarios(t *testing.T) {
 				t.Fatalf("expect.yaml: %v", err)
 			}
 			rep := scanDir(t, dir, want.Now)
-			got := map[string]bool{}
+			got, sigs := map[string]bool{}, map[string]bool{}
 			for _, f := range rep.Findings {
 				got[f.ID] = true
+				sigs[f.Signature] = true
+			}
+			for _, s := range want.Signatures {
+				if !sigs[s] {
+					t.Errorf("want a finding with signature %s; got %v", s, sigs)
+				}
+			}
+			for _, s := range want.ForbidSignatures {
+				if sigs[s] {
+					t.Errorf("no finding may have signature %s:\n%s", s, describe(rep))
+				}
 			}
 			var roots []string
 			for _, inc := range rep.Incidents {

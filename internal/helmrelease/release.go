@@ -52,6 +52,9 @@ type Release struct {
 	Deleted       time.Time // info.deleted: when an uninstall started
 	Description   string
 	SecretName    string
+	// StoredBytes is the size of the storage Secret's data, what the API server's 1 MiB limit
+	// counts (the record itself is not kept).
+	StoredBytes int
 	// Docs are the documents of the revision's manifest, by identity only (apiVersion, kind,
 	// namespace, name, template path): which APIs the revision uses. The manifest itself is
 	// not kept.

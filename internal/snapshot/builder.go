@@ -351,6 +351,8 @@ type Object struct {
 	// could not be read.
 	docs   []manifest.Doc
 	docErr error
+	// size is a Bundle's weight, measured before its resources are dropped.
+	size *ObjectSize
 	// cfgErr says why the Fleet controller's config was not read.
 	cfgErr error
 }
@@ -392,6 +394,10 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 	case *corev1.Secret:
 		if t.Type == helmrelease.SecretType || strings.HasPrefix(t.Name, helmrelease.SecretPrefix) {
 			o.helm = helmrelease.FromSecret(t.Name, t.Namespace, t.Labels, t.Data["release"])
+			o.helm.StoredBytes = SecretDataBytes(t.Data)
+			if s, ok := SizesFromAnnotation(t.Annotations); ok {
+				o.helm.StoredBytes = s.Bytes // collected: the record was reduced, its size kept
+			}
 			// Helm writes error text into the description, which may quote a value: every
 			// reader (checks, fix plans, reports) gets it redacted, as log lines are.
 			o.helm.Description = redact.String(o.helm.Description)
@@ -414,6 +420,11 @@ func finish(apiVersion, kind, namespace, name string, obj any) *Object {
 		}
 		obj = v
 	case *fleetv1.Bundle:
+		size := MeasureBundle(t)
+		if s, ok := SizesFromAnnotation(t.Annotations); ok && len(t.Spec.Resources) == 0 {
+			size = s // collected: the resources were reduced, their sizes kept
+		}
+		o.size = &size
 		rs := make([]manifest.Resource, 0, len(t.Spec.Resources))
 		for _, r := range t.Spec.Resources {
 			rs = append(rs, manifest.Resource{Name: r.Name, Content: r.Content, Encoding: r.Encoding})
@@ -593,6 +604,12 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 		c.FleetClusters = append(c.FleetClusters, t)
 	case *fleetv1.Bundle:
 		c.Bundles = append(c.Bundles, t)
+		if o.size != nil {
+			if c.BundleSizes == nil {
+				c.BundleSizes = map[string]ObjectSize{}
+			}
+			c.BundleSizes[t.Namespace+"/"+t.Name] = *o.size
+		}
 		if len(o.docs) > 0 {
 			if c.BundleDocs == nil {
 				c.BundleDocs = map[string][]manifest.Doc{}
@@ -689,6 +706,7 @@ func (c *Cluster) remove(old *Object) {
 	case *fleetv1.Bundle:
 		c.Bundles = without(c.Bundles, t)
 		delete(c.BundleDocs, t.Namespace+"/"+t.Name)
+		delete(c.BundleSizes, t.Namespace+"/"+t.Name)
 	case *BundleDeployment:
 		c.BundleDeployments = without(c.BundleDeployments, t)
 	case *fleetv1.ClusterRegistration:

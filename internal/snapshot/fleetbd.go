@@ -55,9 +55,26 @@ type BundleDeploymentSpec struct {
 	Options          BundleDeploymentOptions `json:"options,omitempty"`
 }
 
-// BundleDeploymentOptions keeps, of Fleet's deployment options, the Helm release name.
+// BundleDeploymentOptions keeps, of Fleet's deployment options, the Helm release name and
+// the namespaces the release goes to.
 type BundleDeploymentOptions struct {
 	Helm *HelmOptions `json:"helm,omitempty"`
+	// Namespace forces every resource (and the Helm release) into one namespace;
+	// DefaultNamespace is the release's namespace otherwise.
+	Namespace        string `json:"namespace,omitempty"`
+	DefaultNamespace string `json:"defaultNamespace,omitempty"`
+}
+
+// ReleaseNamespace is the namespace of the Helm release Fleet deploys: options.namespace,
+// else options.defaultNamespace, else Fleet's "default".
+func (o BundleDeploymentOptions) ReleaseNamespace() string {
+	switch {
+	case o.Namespace != "":
+		return o.Namespace
+	case o.DefaultNamespace != "":
+		return o.DefaultNamespace
+	}
+	return "default"
 }
 
 // HelmOptions keeps, of Fleet's Helm options, the release name (values are not kept).

@@ -94,6 +94,9 @@ type Cluster struct {
 	// ContentBytes is, by Content name, the size of its payload (the gzipped manifest) when
 	// the source held it; a live scan reads Contents' metadata only and leaves it empty.
 	ContentBytes map[string]int
+	// BundleSizes is, by namespace/name, what each Bundle weighs (its resources and status),
+	// measured before its resources were dropped.
+	BundleSizes map[string]ObjectSize
 	// GitRepos are Fleet's GitRepos: the first stage of the pipeline a commit goes through
 	// (GitRepo → gitjob Job → Bundle → BundleDeployment). HelmOps are Fleet's HelmOps, when
 	// the CRD is installed.

@@ -15,8 +15,10 @@ import (
 	"sync"
 	"time"
 
+	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
@@ -175,6 +177,8 @@ func (w *BundleWriter) Redacted() []string {
 // metadata only (no values; of the manifest, each document's identity), and a Fleet Bundle or
 // Content keeps, of its resources, each document's identity.
 func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]int) {
+	sizes := measured(apiVersion, kind, obj)
+	defer keepSizes(obj, sizes)
 	var helm string
 	if kind == "Secret" && obj["type"] == helmrelease.SecretType {
 		data, _ := obj["data"].(map[string]any)
@@ -346,6 +350,50 @@ func skeletonContent(v any) string {
 		return ""
 	}
 	return base64.StdEncoding.EncodeToString(gz.Bytes())
+}
+
+// measured weighs a Helm release Secret or a Fleet Bundle before keepAllowed reduces it, the
+// same way the loader weighs it (snapshot.MeasureBundle, SecretDataBytes); "" for other kinds.
+func measured(apiVersion, kind string, obj map[string]any) string {
+	isBundle := kind == "Bundle" && strings.HasPrefix(apiVersion, "fleet.cattle.io/")
+	isRelease := kind == "Secret" && obj["type"] == helmrelease.SecretType
+	if !isBundle && !isRelease {
+		return ""
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return ""
+	}
+	if isBundle {
+		var b fleetv1.Bundle
+		if json.Unmarshal(raw, &b) != nil {
+			return ""
+		}
+		return snapshot.SizesJSON(snapshot.MeasureBundle(&b))
+	}
+	var sec corev1.Secret
+	if json.Unmarshal(raw, &sec) != nil {
+		return ""
+	}
+	return snapshot.SizesJSON(snapshot.ObjectSize{Bytes: snapshot.SecretDataBytes(sec.Data)})
+}
+
+// keepSizes records what measured weighed as the reduced object's snapshot.SizesAnnotation.
+func keepSizes(obj map[string]any, sizes string) {
+	if sizes == "" {
+		return
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	ann, _ := md["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+		md["annotations"] = ann
+	}
+	ann[snapshot.SizesAnnotation] = sizes
 }
 
 // minimalRelease re-encodes a Helm release record with only what unstick reads (name,
