@@ -59,7 +59,7 @@ type polledKind struct {
 	versions map[string]string
 }
 
-func (p *polledKind) HasSynced() bool        { return p.listed.Load() }
+func (p *polledKind) HasSynced() bool       { return p.listed.Load() }
 func (p *polledKind) GetStore() cache.Store { return p.store }
 
 // pollResource prepares the polling of res in ns (keep as for startInformer); pollLoop

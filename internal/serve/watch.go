@@ -437,7 +437,7 @@ type reflectedKind struct {
 	synced           atomic.Bool
 }
 
-func (k *reflectedKind) HasSynced() bool        { return k.synced.Load() }
+func (k *reflectedKind) HasSynced() bool       { return k.synced.Load() }
 func (k *reflectedKind) GetStore() cache.Store { return k.store }
 func (k *reflectedKind) Add(obj any) error     { return k.put(obj) }
 func (k *reflectedKind) Update(obj any) error  { return k.put(obj) }
