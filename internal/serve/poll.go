@@ -18,16 +18,18 @@ import (
 // DefaultPollInterval is how often the kinds serve does not watch are listed again.
 const DefaultPollInterval = 5 * time.Minute
 
-// watchedKind says whether serve keeps a watch open on a kind, or lists it every
+// watchedKind says whether serve may keep a watch open on a kind, or lists it every
 // PollInterval from the watch cache. Every watch is a request held open through Rancher's
-// proxy for as long as serve runs (over HTTP/1.1 one connection each), and an informer costs
-// about a dozen goroutines and 140 KiB: at 35 kinds a cluster, 1,000 downstream clusters
-// wanted 35,000 connections and never became ready. So only the kinds that hold the state an
-// upgrade gets stuck in are watched, where a change is the failure to report within seconds:
-// Helm release Secrets, pods, nodes, Jobs and workloads, SUC Plans, Fleet's and Rancher's
-// clusters and deployments. The others (CRDs, Events, ConfigMaps, quotas, webhooks,
-// snapshots, the namespaces themselves) give context to a finding, rarely change on their own,
-// and are polled.
+// proxy for as long as serve runs (over HTTP/1.1 one connection each), and a shared informer
+// cost about a dozen goroutines and 140 KiB: at 35 kinds a cluster, 1,000 downstream clusters
+// wanted 35,000 connections (past the process's 20,000 open files) and never became ready.
+// So only the kinds that hold the state an upgrade gets stuck in are watched, where a change
+// is the failure to report within seconds: Helm release Secrets, pods, nodes, Jobs and
+// workloads, SUC Plans, Fleet's and Rancher's clusters and deployments; and each only once a
+// poll has found objects of it in the cluster (a downstream cluster holds no Fleet or
+// provisioning objects). The others (CRDs, Events, ConfigMaps, quotas, webhooks, snapshots,
+// the namespaces themselves) give context to a finding, rarely change on their own, and are
+// polled.
 func watchedKind(gvr schema.GroupVersionResource) bool {
 	switch gvr.Group + "/" + gvr.Resource {
 	case "/secrets", "/pods", "/nodes",
@@ -62,7 +64,7 @@ type polledKind struct {
 func (p *polledKind) HasSynced() bool       { return p.listed.Load() }
 func (p *polledKind) GetStore() cache.Store { return p.store }
 
-// pollResource prepares the polling of res in ns (keep as for startInformer); pollLoop
+// pollResource prepares the polling of res in ns (keep as for startWatch); pollLoop
 // lists it.
 func (w *clusterWatch) pollResource(res source.Resource, ns string, keep func(string) bool) *polledKind {
 	p := &polledKind{res: res, ns: ns, keep: keep, store: cache.NewStore(cache.MetaNamespaceKeyFunc), forbidden: &atomic.Pointer[string]{}}
@@ -70,9 +72,12 @@ func (w *clusterWatch) pollResource(res source.Resource, ns string, keep func(st
 	return p
 }
 
-// pollLoop lists every polled kind now and then every PollInterval (±10 %, so that clusters
-// started together do not poll together) until ctx ends.
+// pollLoop lists every polled kind now, again after a random part of PollInterval, and then
+// every PollInterval (±10 %) until ctx ends: clusters started together spread their polls
+// over the interval rather than polling together (at 1,000 clusters they kept the
+// fleet's --max-inflight full for the first minute of each round).
 func (w *clusterWatch) pollLoop(ctx context.Context, polls []*polledKind) {
+	wait := time.Duration(rand.Int64N(int64(w.pollEvery) + 1))
 	for {
 		changed := false
 		for _, p := range polls {
@@ -83,12 +88,12 @@ func (w *clusterWatch) pollLoop(ctx context.Context, polls []*polledKind) {
 		if changed {
 			w.onChange()
 		}
-		jitter := time.Duration(rand.Int64N(int64(w.pollEvery/5)+1)) - w.pollEvery/10
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(w.pollEvery + jitter):
+		case <-time.After(wait):
 		}
+		wait = w.pollEvery + time.Duration(rand.Int64N(int64(w.pollEvery/5)+1)) - w.pollEvery/10
 	}
 }
 

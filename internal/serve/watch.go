@@ -52,7 +52,7 @@ type clusterWatch struct {
 	nsStarted map[string]bool
 	nsInf     kindCache // nil when namespaces are forbidden
 	stop      <-chan struct{}
-	// polls are the kinds listed every pollEvery rather than watched (watchedKind).
+	// polls are every kind followed: listed every pollEvery until watched (watchedKind).
 	polls []*polledKind
 
 	counts   crdCounts // objects of the CRDs with stored versions to migrate
@@ -70,7 +70,7 @@ type watched struct {
 	forbidden *atomic.Pointer[string]
 }
 
-// kindCache is a kind's objects as serve keeps them: an informer's, or a polled list's.
+// kindCache is a kind's objects as serve keeps them: a watch's, or a polled list's.
 type kindCache interface {
 	HasSynced() bool
 	GetStore() cache.Store
