@@ -63,6 +63,7 @@ func TestServeWatchesStateKindsAndPollsTheRest(t *testing.T) {
 		waitUntil(t, "the watches to open", func() bool { mu.Lock(); defer mu.Unlock(); return len(watches) > 0 })
 		mu.Lock()
 		defer mu.Unlock()
+		t.Logf("watched: %v, of %d kinds read", watches, len(w.polls))
 		for res := range watches {
 			if !watchedKindName(res) {
 				t.Errorf("watched %s, a kind serve should poll", res)
