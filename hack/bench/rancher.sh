@@ -18,6 +18,6 @@ build_unstick
 [ -x "$work/rancherfloor" ] || go build -o "$work/rancherfloor" ./hack/bench/rancherfloor
 UNSTICK_BENCH_CLI="$work/unstick" UNSTICK_BENCH_FLOOR="$work/rancherfloor" UNSTICK_BENCH_SIZES="$SIZES" \
   UNSTICK_BENCH_SERVERS="${SERVERS:-4}" UNSTICK_BENCH_SERVE_MAX="${SERVE_MAX:-1000}" \
-  UNSTICK_BENCH_STEADY="${STEADY:-60}" ${MAX_INFLIGHT:+UNSTICK_BENCH_MAX_INFLIGHT="$MAX_INFLIGHT"} RUNS="$RUNS" \
+  UNSTICK_BENCH_STEADY="${STEADY:-60}" UNSTICK_BENCH_VERBS="${VERBS:-scan,collect,serve}" ${MAX_INFLIGHT:+UNSTICK_BENCH_MAX_INFLIGHT="$MAX_INFLIGHT"} RUNS="$RUNS" \
   go test ./internal/bench -run '^$' -bench 'BenchmarkRancherFleet' -benchtime 1x -timeout 180m -v 2>&1 |
   grep -E 'N=|bed:|^(ok|FAIL|---)' >&2

@@ -34,7 +34,7 @@ var bedShapes = []string{"prod-eu-1", "prod-us-1", "staging-1", "dev-1", "edge-a
 //	UNSTICK_BENCH_CLI=/tmp/unstick UNSTICK_BENCH_FLOOR=/tmp/rancherfloor \
 //	  go test ./internal/bench -run '^$' -bench RancherFleet -benchtime 1x -timeout 120m -v
 //
-// UNSTICK_BENCH_SIZES (default 200,1000,2000), UNSTICK_BENCH_SERVERS (API servers, default 4),
+// UNSTICK_BENCH_VERBS (default scan,collect,serve), UNSTICK_BENCH_SIZES (default 200,1000,2000), UNSTICK_BENCH_SERVERS (API servers, default 4),
 // UNSTICK_BENCH_MAX_INFLIGHT (default the CLI's), RUNS (default 3), UNSTICK_BENCH_SERVE_MAX
 // (default 1000), UNSTICK_BENCH_STEADY (seconds serve's steady state is counted, default 60).
 func BenchmarkRancherFleet(b *testing.B) {
@@ -59,6 +59,8 @@ type rancherRun struct {
 	runs    int
 	serveTo int
 	steady  time.Duration
+	// verbs are what is measured at each size: scan (with the floor), collect, serve.
+	verbs map[string]bool
 }
 
 func newRancherRun(b *testing.B) *rancherRun {
@@ -74,6 +76,10 @@ func newRancherRun(b *testing.B) *rancherRun {
 	r.runs = envNumber(b, "RUNS", envOr("RUNS", "3"))
 	r.serveTo = envNumber(b, "UNSTICK_BENCH_SERVE_MAX", envOr("UNSTICK_BENCH_SERVE_MAX", "1000"))
 	r.steady = time.Duration(envNumber(b, "UNSTICK_BENCH_STEADY", envOr("UNSTICK_BENCH_STEADY", "60"))) * time.Second
+	r.verbs = map[string]bool{}
+	for _, v := range strings.Split(envOr("UNSTICK_BENCH_VERBS", "scan,collect,serve"), ",") {
+		r.verbs[strings.TrimSpace(v)] = true
+	}
 	t0 := time.Now()
 	bed, err := testenv.StartRancherBed(b.Context(), r.dir, exampleBundle, bedShapes[:min(servers, len(bedShapes))], slices.Max(r.sizes))
 	if err != nil {
@@ -92,6 +98,19 @@ func newRancherRun(b *testing.B) *rancherRun {
 // size measures scan, the floor, collect and serve at n clusters.
 func (r *rancherRun) size(n int) {
 	kc := r.kubeconfig(n)
+	if r.verbs["scan"] {
+		r.scanBesideFloor(n, kc)
+	}
+	if r.verbs["collect"] {
+		r.runCLI(n, "collect", kc, "collect", "--rancher", "-q", "--to", filepath.Join(r.dir, fmt.Sprintf("collect-%d-%d.tar.gz", n, time.Now().UnixNano())))
+	}
+	if r.verbs["serve"] && n <= r.serveTo {
+		r.serve(n, kc)
+	}
+}
+
+// scanBesideFloor runs scan and the floor RUNS times each, alternating which goes first.
+func (r *rancherRun) scanBesideFloor(n int, kc string) {
 	paths := r.recordScan(n, kc)
 	var scans, floors []float64
 	for i := range r.runs {
@@ -104,10 +123,6 @@ func (r *rancherRun) size(n int) {
 		}
 	}
 	r.b.Logf("N=%d scan %.2f s, floor %.2f s (medians of %d), ratio %.2f (target <= 1.3); load %s", n, medianF(scans), medianF(floors), r.runs, medianF(scans)/medianF(floors), loadAvg())
-	r.runCLI(n, "collect", kc, "collect", "--rancher", "-q", "--to", filepath.Join(r.dir, fmt.Sprintf("collect-%d-%d.tar.gz", n, time.Now().UnixNano())))
-	if n <= r.serveTo {
-		r.serve(n, kc)
-	}
 }
 
 // kubeconfig writes a kubeconfig whose token may see the first n clusters of the bed.

@@ -32,6 +32,8 @@ type serveOptions struct {
 	resync   time.Duration
 	debounce time.Duration
 	interval time.Duration
+	// pollInterval is how often the kinds serve does not watch are listed again.
+	pollInterval time.Duration
 	// rancherRefresh is how often --rancher/--rancher-url list Rancher's clusters again.
 	rancherRefresh time.Duration
 	judge          judgeFlags
@@ -142,6 +144,7 @@ the Helm chart sets it from the memory limit).`,
 	f.DurationVar(&o.resync, "resync", 10*time.Minute, "informer resync period (0 disables it)")
 	f.DurationVar(&o.debounce, "debounce", 500*time.Millisecond, "wait this long for changes to settle before evaluating again")
 	f.DurationVar(&o.interval, "interval", 30*time.Second, "evaluate at least this often, so ages and time thresholds move without changes")
+	f.DurationVar(&o.pollInterval, "poll-interval", serve.DefaultPollInterval, "list the kinds that are not watched (CRDs, Events, ConfigMaps, namespaces, quotas, webhooks, ...) again this often")
 	f.DurationVar(&o.rancherRefresh, "rancher-refresh", time.Minute, "with --rancher or --rancher-url: list Rancher's clusters again this often, watching new ones and dropping deleted ones (0: only at start)")
 	o.judge.addFlags(f, "error", "the verdict is \"findings\" when a finding is at or above this severity: critical|error|warning|info|none")
 	f.Lookup("now").Usage = "only for data replayed into a cluster: judge every evaluation as of this RFC 3339 time (default: the time of each evaluation)"
@@ -162,8 +165,8 @@ func (o *serveOptions) complete() error {
 	if err := o.judge.complete(o.g, "helm.pendingAfter=5m"); err != nil {
 		return err
 	}
-	if o.debounce < 0 || o.interval <= 0 || o.resync < 0 || o.rancherRefresh < 0 {
-		return usageErrorf("--debounce, --resync and --rancher-refresh must not be negative, --interval must be positive")
+	if o.debounce < 0 || o.interval <= 0 || o.resync < 0 || o.rancherRefresh < 0 || o.pollInterval <= 0 {
+		return usageErrorf("--debounce, --resync and --rancher-refresh must not be negative, --interval and --poll-interval must be positive")
 	}
 	if o.refreshSet && !o.kube.rancher.on && o.kube.rancher.url == "" {
 		return usageErrorf("--rancher-refresh is how often Rancher's cluster list is read again: it takes --rancher or --rancher-url")
@@ -256,7 +259,7 @@ func (o *serveOptions) serveOptions(targets []source.Target) (serve.Options, err
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := serve.Options{
 		Targets: targets, Registry: reg, Catalog: o.judge.cat, Thresholds: o.judge.th, Config: o.judge.cfg,
-		Debounce: o.debounce, Interval: o.interval, Resync: o.resync, Log: o.g.log, Version: versionString(),
+		Debounce: o.debounce, Interval: o.interval, PollInterval: o.pollInterval, Resync: o.resync, Log: o.g.log, Version: versionString(),
 		Now: o.judge.nowTime, FailOn: o.judge.failSev, AllowIncomplete: o.judge.allowIncomplete, LogReads: o.logReads, LogLines: o.kube.logLines,
 		Shard: o.shard,
 	}

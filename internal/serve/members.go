@@ -66,7 +66,7 @@ func (s *Server) startMember(ctx context.Context, m *member) error {
 }
 
 func (s *Server) newMember(t source.Target) (*member, error) {
-	w, err := newClusterWatch(t, s.o.Resync, logReading{limit: s.o.LogReads, lines: s.o.LogLines}, s.poke)
+	w, err := newClusterWatch(t, s.o.Resync, s.o.PollInterval, logReading{limit: s.o.LogReads, lines: s.o.LogLines}, s.poke)
 	if err != nil {
 		return nil, err
 	}

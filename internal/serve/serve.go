@@ -59,6 +59,9 @@ type Options struct {
 	Interval time.Duration
 	// Resync is the informers' resync period; 0 disables it.
 	Resync time.Duration
+	// PollInterval is how often the kinds that are not watched (watchedKind) are listed
+	// again; DefaultPollInterval when 0.
+	PollInterval time.Duration
 	// Rediscover, when set, lists the clusters to watch again every Refresh (Rancher's
 	// cluster list, read as at start): clusters added are watched, clusters gone stop being
 	// watched and leave the report and the metrics. A list that fails keeps the last one.
@@ -142,6 +145,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Interval <= 0 {
 		o.Interval = 30 * time.Second
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)

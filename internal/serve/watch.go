@@ -35,9 +35,10 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // resource table (source.Resources), the namespaced ones only in the watched namespaces, each
 // object trimmed of managedFields before it is stored.
 type clusterWatch struct {
-	t        source.Target
-	resync   time.Duration
-	onChange func()
+	t         source.Target
+	resync    time.Duration
+	pollEvery time.Duration
+	onChange  func()
 
 	dyn    dynamic.Interface
 	meta   metadata.Interface
@@ -49,8 +50,10 @@ type clusterWatch struct {
 	mu        sync.Mutex
 	informers []watched
 	nsStarted map[string]bool
-	nsInf     cache.SharedIndexInformer // nil when namespaces are forbidden
+	nsInf     kindCache // nil when namespaces are forbidden
 	stop      <-chan struct{}
+	// polls are every kind followed: listed every pollEvery until watched (watchedKind).
+	polls []*polledKind
 
 	counts   crdCounts // objects of the CRDs with stored versions to migrate
 	nodePods nodePods  // pods on cordoned nodes outside the watched namespaces
@@ -60,22 +63,29 @@ type clusterWatch struct {
 type watched struct {
 	res source.Resource
 	ns  string
-	inf cache.SharedIndexInformer
+	inf kindCache
 	// forbidden holds the message of a list the server refused (RBAC); it is reported while
 	// the informer has not synced. Such an informer would never sync, and serve must not wait on it forever — a scan
 	// reports the missing permission and goes on, and so does serve.
 	forbidden *atomic.Pointer[string]
 }
 
+// kindCache is a kind's objects as serve keeps them: a watch's, or a polled list's.
+type kindCache interface {
+	HasSynced() bool
+	GetStore() cache.Store
+}
+
 // done reports whether the informer has listed, or was refused and says so.
 func (x watched) done() bool { return x.inf.HasSynced() || x.forbidden.Load() != nil }
 
-// newClusterWatch prepares the watch of one cluster; logs says how its container logs are read.
-func newClusterWatch(t source.Target, resync time.Duration, logs logReading, onChange func()) (*clusterWatch, error) {
+// newClusterWatch prepares the watch of one cluster; logs says how its container logs are
+// read, pollEvery how often the kinds not watched are listed.
+func newClusterWatch(t source.Target, resync, pollEvery time.Duration, logs logReading, onChange func()) (*clusterWatch, error) {
 	cfg := t.ClientConfig()
 	// A watch is long-lived: the scan's overall timeout must not cut it.
 	cfg.Timeout = 0
-	w := &clusterWatch{t: t, resync: resync, onChange: onChange, nsStarted: map[string]bool{}}
+	w := &clusterWatch{t: t, resync: resync, pollEvery: pollEvery, onChange: onChange, nsStarted: map[string]bool{}}
 	var err error
 	if w.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Label(), err)
@@ -131,7 +141,7 @@ func (w *clusterWatch) start(ctx context.Context) error {
 			continue
 		}
 		if res.ClusterScoped || res.AllNamespaces {
-			w.startInformer(res, metav1.NamespaceAll, nil)
+			w.follow(res, metav1.NamespaceAll, nil)
 		}
 	}
 	// Namespaced kinds are watched per watched namespace, as they appear.
@@ -154,27 +164,25 @@ func (w *clusterWatch) start(ctx context.Context) error {
 		// watches.
 		for _, res := range source.Resources() {
 			if !res.ClusterScoped && !res.AllNamespaces && res.Wanted(w.served) {
-				w.startInformer(res, metav1.NamespaceAll, source.WatchedNamespace)
+				w.follow(res, metav1.NamespaceAll, source.WatchedNamespace)
 			}
 		}
-		inf := w.informer(namespacesGVR, "Namespace", metav1.NamespaceAll, "", "", false, nil)
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.name) {
-					w.onChange()
-				}
-			},
-			UpdateFunc: func(_, obj any) {
-				if c, ok := obj.(*cachedObject); ok && source.WatchedNamespace(c.name) {
-					w.onChange()
-				}
-			},
-			DeleteFunc: func(any) { w.onChange() },
-		})
-		w.nsInf = inf
-		go inf.Run(w.stop)
+		// The namespaces are polled: which exist changes rarely, and every namespaced kind is
+		// read across all of them.
+		w.nsInf = w.pollResource(source.Resource{GVR: namespacesGVR, Kind: "Namespace", ClusterScoped: true}, metav1.NamespaceAll, source.WatchedNamespace)
+	}
+	if len(w.polls) > 0 {
+		go w.pollLoop(ctx, w.polls)
 	}
 	return nil
+}
+
+// follow keeps the objects of res in ns: polled, and watched from the first poll that finds
+// objects of it when watchedKind says so.
+func (w *clusterWatch) follow(res source.Resource, ns string, keep func(string) bool) {
+	p := w.pollResource(res, ns, keep)
+	p.watchable = watchedKind(res.GVR)
+	w.informers = append(w.informers, watched{res: res, ns: ns, inf: p, forbidden: p.forbidden})
 }
 
 // startNamespaceLocked starts the informers of the namespaced kinds in ns, once.
@@ -187,122 +195,121 @@ func (w *clusterWatch) startNamespaceLocked(ns string) {
 		if res.ClusterScoped || res.AllNamespaces || !res.Wanted(w.served) {
 			continue
 		}
-		w.startInformer(res, ns, nil)
+		w.follow(res, ns, nil)
 	}
 }
 
-// startInformer watches one kind in ns (all namespaces when empty); keep, when set, says
-// which namespaces' objects are kept: the others are cached as bare names and never wake
-// an evaluation.
-func (w *clusterWatch) startInformer(res source.Resource, ns string, keep func(string) bool) {
-	inf := w.informer(res.GVR, res.Kind, ns, res.Selector, res.FieldSelector, res.MetaOnly, keep)
-	kept := func(obj any) bool {
-		c, ok := obj.(*cachedObject)
-		return !ok || c.kept()
+// startWatch watches one kind in ns (all namespaces when empty) from seed, the poll that
+// found objects of it: the seed is the store's first content and the reflector's first list,
+// and the watch goes on from its resource version. keep, when set, says which namespaces'
+// objects are kept: the others are cached as bare names and never wake an evaluation;
+// forbidden receives the message of a refused list.
+func (w *clusterWatch) startWatch(ctx context.Context, res source.Resource, ns string, keep func(string) bool, seed *cachedList, forbidden *atomic.Pointer[string]) *reflectedKind {
+	k := &reflectedKind{store: cache.NewStore(cache.MetaNamespaceKeyFunc), apiVersion: res.GVR.GroupVersion().String(), kind: res.Kind, keep: keep, onChange: w.onChange}
+	items := make([]any, len(seed.Items))
+	for i, it := range seed.Items {
+		items[i] = it
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if kept(obj) {
-				w.onChange()
-			}
-		},
-		UpdateFunc: func(_, obj any) {
-			if kept(obj) {
-				w.onChange()
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if kept(obj) {
-				w.onChange()
-			}
-		},
-	})
-	x := watched{res: res, ns: ns, inf: inf, forbidden: &atomic.Pointer[string]{}}
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if apierrors.IsForbidden(err) {
-			where := "all namespaces"
-			if res.ClusterScoped {
-				where = "cluster scope"
-			} else if ns != "" {
-				where = "namespace " + ns
-			}
-			msg := fmt.Sprintf("forbidden: cannot list %s in %s (grant it with deploy/rbac/scan.yaml); checks that need them judged without them", res.GVR.Resource, where)
-			x.forbidden.Store(&msg)
+	_ = k.store.Replace(items, seed.ResourceVersion)
+	k.synced.Store(true)
+	refused := func(err error) error {
+		if apierrors.IsForbidden(err) && forbidden.Load() == nil {
+			forbidden.Store(forbiddenMessage(res, ns))
 			w.onChange()
 		}
-		cache.DefaultWatchErrorHandler(ctx, r, err) // logs, and the reflector retries with backoff
-	})
-	w.informers = append(w.informers, x)
-	go inf.Run(w.stop)
+		return err
+	}
+	var example runtime.Object = &unstructured.Unstructured{}
+	if res.MetaOnly {
+		example = &metav1.PartialObjectMetadata{}
+	}
+	r := cache.NewReflectorWithOptions(w.listWatch(res, ns, keep, seed, refused), example, k, cache.ReflectorOptions{Name: w.t.Name + "/" + res.GVR.String(), ResyncPeriod: w.resync})
+	go r.RunWithContext(ctx) // on an error it logs and retries with backoff
+	return k
 }
 
-// informer builds a shared informer over a plain LIST (paginated when the server pages) and
-// WATCH, storing compacted objects. WatchList streaming is turned off: against a server
-// holding tens of thousands of objects of one kind its initial stream kept timing out
-// ("awaiting required bookmark event") and restarting, and memory grew with each restart.
-func (w *clusterWatch) informer(gvr schema.GroupVersionResource, kind, ns, selector, fieldSelector string, metaOnly bool, keep func(string) bool) cache.SharedIndexInformer {
-	apiVersion := gvr.GroupVersion().String()
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector = selector, fieldSelector }
+// listWatch is a plain LIST (paginated when the server pages, from etcd: its resource
+// version is where the watch goes on from) and WATCH of res in ns; the first list is seed,
+// already read; failed sees each error.
+// WatchList streaming is turned off: against a server holding tens of thousands of objects
+// of one kind its initial stream kept timing out ("awaiting required bookmark event") and
+// restarting, and memory grew with each restart.
+func (w *clusterWatch) listWatch(res source.Resource, ns string, keep func(string) bool, seed *cachedList, failed func(error) error) *listWatch {
 	lw := &listWatch{}
-	var example runtime.Object = &unstructured.Unstructured{}
-	if metaOnly {
-		example = &metav1.PartialObjectMetadata{}
-		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			tweak(&o)
-			return w.meta.Resource(gvr).Namespace(ns).Watch(ctx, o)
+	lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector, o.FieldSelector = res.Selector, res.FieldSelector
+		var wi watch.Interface
+		var err error
+		if res.MetaOnly {
+			wi, err = w.meta.Resource(res.GVR).Namespace(ns).Watch(ctx, o)
+		} else {
+			wi, err = w.dyn.Resource(res.GVR).Namespace(ns).Watch(ctx, o)
 		}
-	} else {
-		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			tweak(&o)
-			return w.dyn.Resource(gvr).Namespace(ns).Watch(ctx, o)
-		}
+		return wi, failed(err)
 	}
-	// The initial list is read page by page from etcd (not in one piece from the watch
-	// cache) and each page is compacted before the next is read, so the full list never
-	// sits in memory as decoded maps.
-	lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		tweak(&o)
-		o.ResourceVersion, o.ResourceVersionMatch, o.Limit = "", "", 500
-		out := &cachedList{}
-		for {
-			var items []any
-			var meta metav1.ListMeta
-			if metaOnly {
-				l, err := w.meta.Resource(gvr).Namespace(ns).List(ctx, o)
-				if err != nil {
-					return nil, err
-				}
-				for i := range l.Items {
-					items = append(items, &l.Items[i])
-				}
-				meta = l.ListMeta
-			} else {
-				l, err := w.dyn.Resource(gvr).Namespace(ns).List(ctx, o)
-				if err != nil {
-					return nil, err
-				}
-				for i := range l.Items {
-					items = append(items, &l.Items[i])
-				}
-				meta = metav1.ListMeta{ResourceVersion: l.GetResourceVersion(), Continue: l.GetContinue()}
-			}
-			for _, it := range items {
-				c, err := compact(it, apiVersion, kind, keep)
-				if err != nil {
-					return nil, err
-				}
-				out.Items = append(out.Items, c.(*cachedObject))
-			}
-			out.ResourceVersion = meta.ResourceVersion
-			if meta.Continue == "" {
-				return out, nil
-			}
-			o.Continue = meta.Continue
+	lw.ListWithContextFunc = func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+		if l := seed; l != nil {
+			seed = nil // the reflector lists from one goroutine
+			return l, nil
 		}
+		l, err := w.listCompacted(ctx, res, ns, keep, "")
+		if err != nil {
+			return nil, failed(err)
+		}
+		return l, nil
 	}
-	inf := cache.NewSharedIndexInformer(lw, example, w.resync, cache.Indexers{})
-	_ = inf.SetTransform(func(obj any) (any, error) { return compact(obj, apiVersion, kind, keep) })
-	return inf
+	return lw
+}
+
+// listCompacted lists res in ns page by page, compacting each page before the next is read,
+// so the full list never sits in memory as decoded maps. rv is the first page's
+// resourceVersion: "0" reads it from the watch cache, "" from etcd.
+func (w *clusterWatch) listCompacted(ctx context.Context, res source.Resource, ns string, keep func(string) bool, rv string) (*cachedList, error) {
+	apiVersion := res.GVR.GroupVersion().String()
+	o := listOptions(res.Selector, res.FieldSelector, rv)
+	out := &cachedList{}
+	for {
+		items, meta, err := w.listPage(ctx, res, ns, o)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			c, err := compact(it, apiVersion, res.Kind, keep)
+			if err != nil {
+				return nil, err
+			}
+			out.Items = append(out.Items, c.(*cachedObject))
+		}
+		out.ResourceVersion = meta.ResourceVersion
+		if meta.Continue == "" {
+			return out, nil
+		}
+		// The continue token names the snapshot the next page comes from.
+		o.Continue, o.ResourceVersion = meta.Continue, ""
+	}
+}
+
+// listPage reads one page of res: metadata only for MetaOnly kinds, else whole objects.
+func (w *clusterWatch) listPage(ctx context.Context, res source.Resource, ns string, o metav1.ListOptions) ([]any, metav1.ListMeta, error) {
+	var items []any
+	if res.MetaOnly {
+		l, err := w.meta.Resource(res.GVR).Namespace(ns).List(ctx, o)
+		if err != nil {
+			return nil, metav1.ListMeta{}, err
+		}
+		for i := range l.Items {
+			items = append(items, &l.Items[i])
+		}
+		return items, l.ListMeta, nil
+	}
+	l, err := w.dyn.Resource(res.GVR).Namespace(ns).List(ctx, o)
+	if err != nil {
+		return nil, metav1.ListMeta{}, err
+	}
+	for i := range l.Items {
+		items = append(items, &l.Items[i])
+	}
+	return items, metav1.ListMeta{ResourceVersion: l.GetResourceVersion(), Continue: l.GetContinue()}, nil
 }
 
 // listWatch is a ListWatch that says it does not do WatchList semantics.
@@ -415,4 +422,67 @@ func typedOf[T any](items []any) []T {
 		}
 	}
 	return out
+}
+
+// reflectedKind is the store a watched kind's reflector fills: its objects compacted (as the
+// informers' transform did), a change of a kept one waking an evaluation. A reflector and a
+// store are all serve needs of an informer: the shared informer's delta queue, controller and
+// listener added eight goroutines and a 16 KiB buffer per kind, most of serve's memory at a
+// thousand clusters.
+type reflectedKind struct {
+	store            cache.Store
+	apiVersion, kind string
+	keep             func(string) bool
+	onChange         func()
+	synced           atomic.Bool
+}
+
+func (k *reflectedKind) HasSynced() bool       { return k.synced.Load() }
+func (k *reflectedKind) GetStore() cache.Store { return k.store }
+func (k *reflectedKind) Add(obj any) error     { return k.put(obj) }
+func (k *reflectedKind) Update(obj any) error  { return k.put(obj) }
+
+func (k *reflectedKind) put(obj any) error {
+	c, err := compact(obj, k.apiVersion, k.kind, k.keep)
+	if err != nil {
+		return err
+	}
+	if err := k.store.Update(c); err != nil {
+		return err
+	}
+	if x, ok := c.(*cachedObject); !ok || x.kept() {
+		k.onChange()
+	}
+	return nil
+}
+
+func (k *reflectedKind) Delete(obj any) error {
+	c, err := compact(obj, k.apiVersion, k.kind, k.keep)
+	if err != nil {
+		return err
+	}
+	old, exists, _ := k.store.Get(c)
+	if err := k.store.Delete(c); err != nil {
+		return err
+	}
+	if x, ok := old.(*cachedObject); exists && (!ok || x.kept()) {
+		k.onChange()
+	}
+	return nil
+}
+
+// Replace takes a (re)list: the items are compacted already (listCompacted).
+func (k *reflectedKind) Replace(items []any, rv string) error {
+	if err := k.store.Replace(items, rv); err != nil {
+		return err
+	}
+	k.synced.Store(true)
+	k.onChange()
+	return nil
+}
+
+// Resync wakes an evaluation every resync period, as the informers' resync did.
+func (k *reflectedKind) Resync() error {
+	k.onChange()
+	return nil
 }
