@@ -161,8 +161,8 @@ func produceReleaseTooLarge(t *testing.T, r *realFleet) {
 	writeRealPipelineScenario(t, dir, pipelineScenario{
 		what: "Bundle geoip ships a 700 KiB GeoIP database in a ConfigMap's binaryData: the Bundle and its Content are stored, " +
 			"the agent's Helm cannot store the release that holds the chart and its manifest (a Secret over 1 MiB).",
-		// Today's finding; the release's size is its cause.
-		expect: "findings: [fleet/bundle-err-applied]\n",
+		// The release's size is the cause; the BundleDeployment's error is its symptom.
+		expect: "rootCauses: [helm/release-too-large]\nfindings: [fleet/bundle-err-applied]\n",
 		msgs:   msgs,
 		extra: "Before it, a Bundle of the same chart with a 1,200 KiB database (" + fmt.Sprintf("%d KiB", bundleSize(huge)>>10) + " of resources) was refused by the API server " +
 			"before it existed, so nothing of it is in the collection. The error the client got:\n\n```\n" + refused + "\n```",

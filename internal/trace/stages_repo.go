@@ -34,13 +34,17 @@ func commitStage(s *Subject) Stage {
 		st.Detail = fmt.Sprintf("%s=%s: %s (status.commit still %s)", c.Type, c.Status, firstLine(c.Message), short(g.Status.Commit))
 		return st
 	}
-	if s.Commit != "" && g.Status.Commit != s.Commit {
+	if s.Commit != "" && g.Status.Commit != s.Commit && g.Status.PollingCommit != s.Commit {
 		st.Status = Waiting
 		st.Detail = fmt.Sprintf("GitRepo is at %s, not %s", orNone(short(g.Status.Commit)), short(s.Commit))
 		return st
 	}
 	st.Status, st.At = Reached, gotCommitTime(s.Pipeline, g)
 	st.Detail = "GitRepo status.commit " + short(g.Status.Commit)
+	if p := g.Status.PollingCommit; p != "" && p != g.Status.Commit {
+		// The poller saw the new commit; status.commit moves only once its gitjob Job exists.
+		st.Detail = "polled " + short(p) + " (status.pollingCommit); status.commit still " + orNone(short(g.Status.Commit)) + ": no gitjob Job for it yet"
+	}
 	if g.Spec.Branch != "" {
 		st.Detail += " (branch " + g.Spec.Branch + ")"
 	}
@@ -103,6 +107,11 @@ func jobStage(s *Subject) Stage {
 		st.Status, st.Detail = Reached, "no gitjob Job kept; the Bundles carry the commit"
 	case j == nil:
 		st.Status, st.Detail = Waiting, "no gitjob Job for the GitRepo"
+		if c := fleet.Condition(s.Pipeline.Repo.Status.Conditions, "Accepted"); c != nil && string(c.Status) == "False" && c.Message != "" {
+			// The gitjob controller records why it could not create the Job here.
+			st.Status, st.At = Failed, condTime(c)
+			st.Detail = "no gitjob Job: Accepted=False: " + firstLine(c.Message)
+		}
 	default:
 		jobState(&st, s.Pipeline, j, bundlesAtCommit)
 	}

@@ -195,7 +195,7 @@ func repoSubjects(m *snapshot.Cluster, t Target) []*Subject {
 	var out []*Subject
 	for _, p := range fleet.Pipelines(m) {
 		if p.Repo.Name == t.Name && (t.Namespace == "" || p.Repo.Namespace == t.Namespace) {
-			out = append(out, &Subject{Management: m, RepoNamespace: p.Repo.Namespace, RepoName: p.Repo.Name, Pipeline: p, Bundles: p.Bundles, Commit: p.Repo.Status.Commit})
+			out = append(out, &Subject{Management: m, RepoNamespace: p.Repo.Namespace, RepoName: p.Repo.Name, Pipeline: p, Bundles: p.Bundles, Commit: fleet.NextCommit(p.Repo)})
 		}
 	}
 	if len(out) > 0 {
