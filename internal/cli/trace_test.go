@@ -39,6 +39,7 @@ func parseTrace(t *testing.T, out, errOut string) jsonTrace {
 // number, root cause and object in scan's own report of the same input at the same time.
 func TestTraceNamesTheStageScanJudged(t *testing.T) {
 	scen := func(name string) string { return filepath.Join("..", "..", "testdata", "scenarios", "fleet", name) }
+	real := func(name string) string { return filepath.Join("..", "..", "testdata", "scenarios", "real", name) }
 	now := "2026-11-28T09:30:00Z"
 	cases := []struct {
 		name, from, target, stage, verdict, root string
@@ -59,10 +60,22 @@ func TestTraceNamesTheStageScanJudged(t *testing.T) {
 		{"targeting error", scen("bundle-not-targeted-positive"), "bundle/fleet-default/platform-monitoring", "bundle", "stopped", "fleet/bundle-not-targeted", 3},
 		{"dependency on a failed bundle", scen("dependency-blocked-positive"), "platform-monitoring", "bundledeployment", "stopped", "fleet/bundle-err-applied", 3},
 		{"agent checks in, does not apply", scen("agent-stalled-positive"), "platform-cert-manager", "bundledeployment", "stopped", "fleet/agent-stalled", 3},
+		{"bundle held by its finalizer", scen("bundle-not-targeted-deletion-held-positive"), "platform-monitoring", "bundle", "stopped", "fleet/bundle-not-targeted", 3},
+		{"bundle being deleted minutes ago", scen("bundle-not-targeted-deletion-held-healthy"), "platform-monitoring", "bundle", "pending", "", 0},
+		{"gitjob dies on etcd's size limit", scen("object-too-large-positive"), "gitrepo/fleet-default/platform", "job", "stopped", "fleet/object-too-large", 3},
+		{"release record too large", filepath.Join("..", "..", "testdata", "scenarios", "helm", "release-too-large-positive"), "platform-ingress-nginx", "bundledeployment", "stopped", "helm/release-too-large", 3},
+		// Made by the real gitjob controller and Fleet agent on the test bed.
+		{"real: quota refuses the gitjob Job", real("fleet-gitrepo-failures"), "gitrepo/fleet-default/shop", "job", "stopped", "fleet/gitrepo-not-syncing", 3},
+		{"real: repository not found", real("fleet-gitrepo-failures"), "apps-legacy", "commit", "stopped", "fleet/gitrepo-not-syncing", 3},
+		{"real: dependsOn a bundle missing its CRD", real("fleet-bundle-chains"), "shop-dashboards", "bundledeployment", "stopped", "crd/missing", 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, errOut, code := run(t, "trace", c.target, "--from", c.from, "--now", now, "-o", "json")
+			at := []string{"--now", now}
+			if a := scenarioNow(t, c.from); a != nil {
+				at = a
+			}
+			out, errOut, code := run(t, append([]string{"trace", c.target, "--from", c.from, "-o", "json"}, at...)...)
 			tr := parseTrace(t, out, errOut)
 			if code != c.exit || tr.Verdict != c.verdict || tr.StoppedAt != c.stage {
 				t.Fatalf("exit %d, verdict %q, stopped at %q; want %d, %q, %q\n%s", code, tr.Verdict, tr.StoppedAt, c.exit, c.verdict, c.stage, out)
@@ -76,7 +89,7 @@ func TestTraceNamesTheStageScanJudged(t *testing.T) {
 			if tr.Incident == nil || tr.Incident.RootCause != c.root {
 				t.Fatalf("incident %+v, want root cause %s", tr.Incident, c.root)
 			}
-			sameIncidentAsScan(t, c.from, now, tr)
+			sameIncidentAsScan(t, c.from, at[1], tr)
 		})
 	}
 }
@@ -222,3 +235,4 @@ func TestTraceConnectionFlagsAsScan(t *testing.T) {
 		t.Errorf("trace with an unknown context: exit %d, stderr %q", code, errOut)
 	}
 }
+

@@ -189,6 +189,12 @@ func bundleStage(s *Subject) Stage {
 		st.Detail = "Bundle " + b.Name + ": " + firstLine(c.Message)
 		return st
 	}
+	if b := deletingBundle(s.Bundles); b != nil {
+		// A Bundle being deleted is neither reconciled nor written again until it is gone.
+		st.Status, st.At = Failed, timePtr(b.DeletionTimestamp.Time)
+		st.Detail = fmt.Sprintf("Bundle %s is being deleted since %s, held by finalizer(s) %s", b.Name, b.DeletionTimestamp.UTC().Format(time.RFC3339), strings.Join(b.Finalizers, ", "))
+		return st
+	}
 	if stale := staleBundles(s.Bundles, s.Commit); len(stale) > 0 {
 		st.Status = Waiting
 		st.Detail = fmt.Sprintf("%d of %d Bundles still at another commit: %s", len(stale), len(s.Bundles), bundleCommits(stale))
@@ -200,6 +206,15 @@ func bundleStage(s *Subject) Stage {
 		st.Detail = fmt.Sprintf("%d %s, no commit label", len(s.Bundles), plural(len(s.Bundles), "Bundle", "Bundles"))
 	}
 	return st
+}
+
+func deletingBundle(bs []*fleetv1.Bundle) *fleetv1.Bundle {
+	for _, b := range bs {
+		if b.DeletionTimestamp != nil {
+			return b
+		}
+	}
+	return nil
 }
 
 func targetingError(bs []*fleetv1.Bundle) (*fleetv1.Bundle, *genericcondition.GenericCondition) {
