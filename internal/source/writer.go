@@ -216,20 +216,8 @@ func keepAllowed(apiVersion, kind string, obj map[string]any, counts map[string]
 	}
 	if plan != nil {
 		obj["data"] = plan
-		if len(planAnn) > 0 {
-			md, _ := obj["metadata"].(map[string]any)
-			if md == nil {
-				md = map[string]any{}
-				obj["metadata"] = md
-			}
-			ann, _ := md["annotations"].(map[string]any)
-			if ann == nil {
-				ann = map[string]any{}
-				md["annotations"] = ann
-			}
-			for k, v := range planAnn {
-				ann[k] = v
-			}
+		for k, v := range planAnn {
+			annotations(obj)[k] = v
 		}
 	}
 	if log != "" {
@@ -383,6 +371,11 @@ func keepSizes(obj map[string]any, sizes string) {
 	if sizes == "" {
 		return
 	}
+	annotations(obj)[snapshot.SizesAnnotation] = sizes
+}
+
+// annotations is the object's metadata.annotations map, made when it has none.
+func annotations(obj map[string]any) map[string]any {
 	md, _ := obj["metadata"].(map[string]any)
 	if md == nil {
 		md = map[string]any{}
@@ -393,7 +386,7 @@ func keepSizes(obj map[string]any, sizes string) {
 		ann = map[string]any{}
 		md["annotations"] = ann
 	}
-	ann[snapshot.SizesAnnotation] = sizes
+	return ann
 }
 
 // minimalRelease re-encodes a Helm release record with only what unstick reads (name,
