@@ -76,14 +76,14 @@ func deletionHeld(ctx *Context, m *snapshot.Cluster, b *fleetv1.Bundle, bds []*s
 		f.Evidence = append(f.Evidence, ev(sourceOf(m, bundleObjRef(b)), "%d more BundleDeployments of it being deleted", held-5))
 	}
 	f.Signature = "bundle-not-targeted|deletion-held"
-	f.Remediation = deletionHeldSteps(f.Remediation, b)
+	f.Remediation = deletionHeldSteps(f.Remediation, b, bds)
 	return f, true
 }
 
 // deletionHeldSteps keeps the catalogue's look and restart rungs for a Bundle held by its
 // finalizers (a force-sync of an object being deleted does nothing) and adds the manual way
 // out Fleet's maintainers give, marked for what it skips.
-func deletionHeldSteps(steps []finding.Step, b *fleetv1.Bundle) []finding.Step {
+func deletionHeldSteps(steps []finding.Step, b *fleetv1.Bundle, bds []*snapshot.BundleDeployment) []finding.Step {
 	var out []finding.Step
 	for _, st := range steps {
 		switch st.Rung {
@@ -94,17 +94,29 @@ func deletionHeldSteps(steps []finding.Step, b *fleetv1.Bundle) []finding.Step {
 		}
 		out = append(out, st)
 	}
-	ns, name := b.Namespace, b.Name
+	const unfinalize = `--type merge -p '{"metadata":{"finalizers":[]}}'`
+	var cmds []string
+	var notes []string
+	held := 0
+	for _, bd := range bds {
+		if bd.DeletionTimestamp == nil {
+			continue
+		}
+		if held++; held <= 10 {
+			cmds = append(cmds, fmt.Sprintf("kubectl -n %s patch bundledeployments.fleet.cattle.io %s %s", bd.Namespace, bd.Name, unfinalize))
+		}
+	}
+	if held > 10 {
+		notes = append(notes, fmt.Sprintf("%d more BundleDeployments of the Bundle are being deleted: list them with kubectl get bundledeployments.fleet.cattle.io -A -l fleet.cattle.io/bundle-name=%s,fleet.cattle.io/bundle-namespace=%s", held-10, b.Name, b.Namespace))
+	}
+	cmds = append(cmds, fmt.Sprintf("kubectl -n %s patch bundles.fleet.cattle.io %s %s", b.Namespace, b.Name, unfinalize))
+	notes = append(notes, "Removing a finalizer skips what it guards: the BundleDeployment's finalizer is how the agent is told to uninstall the bundle's release downstream. Remove it only for clusters that are gone or where the release is to stay.")
 	return append(out, finding.Step{
-		Rung:   "repair",
-		Action: "If the restarted controller still leaves the Bundle and its BundleDeployments, remove their finalizers by hand.",
-		Risk:   "high",
-		Commands: []string{
-			fmt.Sprintf("kubectl get bundledeployments.fleet.cattle.io -A -l fleet.cattle.io/bundle-name=%s,fleet.cattle.io/bundle-namespace=%s -o custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,DELETED:.metadata.deletionTimestamp,FINALIZERS:.metadata.finalizers", name, ns),
-			fmt.Sprintf("kubectl get bundledeployments.fleet.cattle.io -A -l fleet.cattle.io/bundle-name=%s,fleet.cattle.io/bundle-namespace=%s -o jsonpath='{range .items[?(@.metadata.deletionTimestamp)]}{.metadata.namespace}{\" \"}{.metadata.name}{\"\\n\"}{end}' | while read -r ns bd; do kubectl -n \"$ns\" patch bundledeployments.fleet.cattle.io \"$bd\" --type merge -p '{\"metadata\":{\"finalizers\":[]}}'; done", name, ns),
-			fmt.Sprintf("kubectl -n %s patch bundles.fleet.cattle.io %s --type merge -p '{\"metadata\":{\"finalizers\":[]}}'", ns, name),
-		},
-		Notes: []string{"Removing a finalizer skips what it guards: the BundleDeployment's finalizer is how the agent is told to uninstall the bundle's release downstream. Remove it only for clusters that are gone or where the release is to stay."},
+		Rung:     "repair",
+		Action:   "If the restarted controller still leaves the Bundle and its BundleDeployments, remove their finalizers by hand, BundleDeployments first.",
+		Risk:     "high",
+		Commands: cmds,
+		Notes:    notes,
 	})
 }
 
