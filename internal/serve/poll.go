@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -75,26 +76,57 @@ func (w *clusterWatch) pollResource(res source.Resource, ns string, keep func(st
 // pollLoop lists every polled kind now, again after a random part of PollInterval, and then
 // every PollInterval (±10 %) until ctx ends: clusters started together spread their polls
 // over the interval rather than polling together (at 1,000 clusters they kept the
-// fleet's --max-inflight full for the first minute of each round).
+// fleet's --max-inflight full for the first minute of each round). A kind whose first list
+// failed (the server unreachable, answering 5xx, cutting the body) is listed again within
+// seconds, backing off to 30 s, not at the next round: until every kind is listed once serve
+// is not ready, and waiting a whole interval would keep it so for minutes after the server
+// came back.
 func (w *clusterWatch) pollLoop(ctx context.Context, polls []*polledKind) {
-	wait := time.Duration(rand.Int64N(int64(w.pollEvery) + 1))
+	next := time.Now()
+	first := true
+	retry := time.Second
 	for {
+		full := !time.Now().Before(next)
 		changed := false
 		for _, p := range polls {
-			if !p.watched {
+			if !p.watched && (full || p.unlisted()) {
 				changed = w.pollOnce(ctx, p) || changed
 			}
 		}
+		if full {
+			next = time.Now().Add(w.nextRound(first))
+			first = false
+		}
 		if changed {
 			w.onChange()
+		}
+		wait := time.Until(next)
+		if slices.ContainsFunc(polls, (*polledKind).unlisted) {
+			wait = min(wait, retry)
+			retry = min(2*retry, 30*time.Second)
+		} else {
+			retry = time.Second
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
-		wait = w.pollEvery + time.Duration(rand.Int64N(int64(w.pollEvery/5)+1)) - w.pollEvery/10
 	}
+}
+
+// nextRound is the wait before the next full round of polls: a random part of the interval
+// after the first, the interval ±10 % after the others.
+func (w *clusterWatch) nextRound(first bool) time.Duration {
+	if first {
+		return time.Duration(rand.Int64N(int64(w.pollEvery) + 1))
+	}
+	return w.pollEvery + time.Duration(rand.Int64N(int64(w.pollEvery/5)+1)) - w.pollEvery/10
+}
+
+// unlisted says the kind's first list has not succeeded yet, and was not refused.
+func (p *polledKind) unlisted() bool {
+	return !p.watched && !p.listed.Load() && p.forbidden.Load() == nil
 }
 
 // pollOnce lists one polled kind from the watch cache and replaces its store; it reports
