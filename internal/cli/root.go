@@ -63,9 +63,18 @@ func Run(ctx context.Context, s Streams, args []string) int {
 // runAs runs unstick as if invoked through argv0: "kubectl-unstick" makes it the kubectl
 // plugin, whose help and messages say "kubectl unstick".
 func runAs(ctx context.Context, s Streams, argv0 string, args []string) int {
+	prof := &profiler{}
 	root := newRoot(s, argv0)
+	prof.addFlags(root.PersistentFlags())
+	pre := root.PersistentPreRun
+	root.PersistentPreRun = nil
+	root.PersistentPreRunE = func(c *cobra.Command, a []string) error {
+		pre(c, a)
+		return prof.start()
+	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	prof.stop(s.ErrOut)
 	return exitCode(s, displayName(argv0), helpFor(displayName(argv0), root, cmd), err)
 }
 
