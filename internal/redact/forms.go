@@ -27,20 +27,30 @@ var (
 	loneValue = regexp.MustCompile(`^(\s*)("[^"]*"|'[^']*'|[^\s"',:]+(?::[^\s"',]+)*)(\s*,?\s*)$`)
 )
 
-// moreForms masks the forms above.
-func moreForms(s string) string {
-	s = encUserinfo.ReplaceAllString(s, "${1}"+Mask+"${3}")
-	s = dsn.ReplaceAllString(s, "${1}"+Mask+"${3}")
-	for _, re := range []*regexp.Regexp{passKey, jsonSecret, encKey, sasSig} {
-		s = re.ReplaceAllStringFunc(s, func(m string) string {
+// moreForms masks the forms above, each looked for only when the line holds what it needs.
+func (k *keyer) moreForms() {
+	k.step(k.any("%3a%2f%2f"), func(s string) string { return encUserinfo.ReplaceAllString(s, "${1}"+Mask+"${3}") })
+	k.step(strings.Contains(k.s, "@") && strings.Contains(k.s, "("), func(s string) string {
+		return dsn.ReplaceAllString(s, "${1}"+Mask+"${3}")
+	})
+	pair := strings.ContainsAny(k.s, ":=")
+	k.form(pair && k.any("pass", "pw"), passKey)
+	k.form(k.any("secret"), jsonSecret)
+	k.form(k.any("%3d", "%3a"), encKey)
+	k.form(k.any("sig="), sasSig)
+}
+
+// form masks the values re finds, except values masked already.
+func (k *keyer) form(need bool, re *regexp.Regexp) {
+	k.step(need, func(s string) string {
+		return re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
 			if isMasked(sub[2]) || strings.HasPrefix(sub[2], Mask) {
 				return m
 			}
 			return sub[1] + quoteLike(sub[2])
 		})
-	}
-	return s
+	})
 }
 
 // nextLineValue masks the value on a line below a key that ends the line above; a line that

@@ -92,43 +92,127 @@ func Line(s string) string {
 	return blobs(maskFolded(s))
 }
 
-// keyed redacts every credential that a key, header, scheme or PEM marker announces.
+// keyed redacts every credential that a key, header, scheme or PEM marker announces. Each
+// form is looked for only when the line holds the words its expression cannot match
+// without (a log line that passes maySecret for "key" has no cookie, PEM block or URL with a
+// password): the expressions scan a line from every position, which made redacting the
+// agents' logs most of a live scan's own CPU after decoding.
 func keyed(s string) string {
-	s = pemBlock.ReplaceAllString(s, "${1}"+Mask+"${2}")
-	if loc := pemStart.FindStringIndex(s); loc != nil && !pemEnd.MatchString(s[loc[1]:]) {
-		s = s[:loc[1]] + Mask // the block goes on past this line
+	k := &keyer{s: s, l: fold(s)}
+	return k.run()
+}
+
+func (k *keyer) run() string {
+	k.step(strings.Contains(k.s, "-----BEGIN "), func(s string) string {
+		s = pemBlock.ReplaceAllString(s, "${1}"+Mask+"${2}")
+		if loc := pemStart.FindStringIndex(s); loc != nil && !pemEnd.MatchString(s[loc[1]:]) {
+			s = s[:loc[1]] + Mask // the block goes on past this line
+		}
+		return s
+	})
+	k.step(strings.Contains(k.s, "://") && strings.Contains(k.s, "@"), func(s string) string {
+		return userinfo.ReplaceAllString(s, "${1}"+Mask+"${3}")
+	})
+	k.step(k.any("cookie", "x-"), func(s string) string {
+		return header.ReplaceAllStringFunc(s, func(m string) string {
+			sub := header.FindStringSubmatch(m)
+			if isMasked(sub[2]) {
+				return m
+			}
+			return sub[1] + Mask
+		})
+	})
+	k.step(k.any("authorization"), func(s string) string {
+		return authHeader.ReplaceAllStringFunc(s, func(m string) string {
+			sub := authHeader.FindStringSubmatch(m)
+			if sub[2] == Mask || strings.HasPrefix(sub[2], "[") {
+				return m
+			}
+			return sub[1] + Mask
+		})
+	})
+	k.step(k.any("bearer", "basic"), func(s string) string {
+		return bearer.ReplaceAllStringFunc(s, func(m string) string {
+			sub := bearer.FindStringSubmatch(m)
+			if strings.EqualFold(sub[3], "token") || strings.EqualFold(sub[3], "tokens") {
+				return m
+			}
+			return sub[1] + sub[2] + Mask
+		})
+	})
+	k.step(strings.Contains(k.s, "-") && (k.any(credWords...) || k.any("auth", "sess", "pw")), func(s string) string {
+		return flagSpace.ReplaceAllStringFunc(s, func(m string) string {
+			sub := flagSpace.FindStringSubmatch(m)
+			if isMasked(sub[4]) || strings.HasPrefix(sub[4], "-") {
+				return m // the next flag, not a value
+			}
+			return sub[1] + sub[2] + sub[3] + Mask
+		})
+	})
+	pair := strings.ContainsAny(k.s, ":=")
+	k.pairs(pair && k.any(credWords...), keyValue)
+	k.pairs(pair && k.any("auth", "apikey", "api-key"), authKey)
+	k.pairs(pair && k.any("sess", "sid", "csrf", "jwt", "cookie"), session)
+	k.step(k.any("token", "pass", "key"), func(s string) string {
+		return wordSpace.ReplaceAllStringFunc(s, func(m string) string {
+			sub := wordSpace.FindStringSubmatch(m)
+			if plainWord.MatchString(sub[3]) || isMasked(sub[3]) {
+				return m
+			}
+			return sub[1] + sub[2] + Mask
+		})
+	})
+	k.step(strings.Contains(k.s, "=") && k.any("secret"), func(s string) string {
+		return secretEq.ReplaceAllStringFunc(s, func(m string) string {
+			sub := secretEq.FindStringSubmatch(m)
+			if isMasked(sub[2]) {
+				return m
+			}
+			return sub[1] + quoteLike(sub[2])
+		})
+	})
+	k.moreForms()
+	return k.s
+}
+
+// credWords are words one of which every key that credKey matches holds (password,
+// passwd and passphrase hold "pass"; the api, access, secret and private keys "key").
+var credWords = []string{"pass", "pwd", "token", "key", "secret", "credential", "signature"}
+
+// keyer redacts one line form by form, keeping the line folded to lower case beside it.
+// every applies every form whatever the line holds (the tests' reference).
+type keyer struct {
+	s, l  string
+	every bool
+}
+
+// fold is s as a case-insensitive expression sees it, in lower case: strings.ToLower folds
+// the Kelvin sign to "k"; the long s, which (?i) matches as "s", is folded here.
+func fold(s string) string { return strings.ReplaceAll(strings.ToLower(s), "ſ", "s") }
+
+func (k *keyer) any(words ...string) bool {
+	for _, w := range words {
+		if strings.Contains(k.l, w) {
+			return true
+		}
 	}
-	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"${3}")
-	s = header.ReplaceAllStringFunc(s, func(m string) string {
-		sub := header.FindStringSubmatch(m)
-		if isMasked(sub[2]) {
-			return m
-		}
-		return sub[1] + Mask
-	})
-	s = authHeader.ReplaceAllStringFunc(s, func(m string) string {
-		sub := authHeader.FindStringSubmatch(m)
-		if sub[2] == Mask || strings.HasPrefix(sub[2], "[") {
-			return m
-		}
-		return sub[1] + Mask
-	})
-	s = bearer.ReplaceAllStringFunc(s, func(m string) string {
-		sub := bearer.FindStringSubmatch(m)
-		if strings.EqualFold(sub[3], "token") || strings.EqualFold(sub[3], "tokens") {
-			return m
-		}
-		return sub[1] + sub[2] + Mask
-	})
-	s = flagSpace.ReplaceAllStringFunc(s, func(m string) string {
-		sub := flagSpace.FindStringSubmatch(m)
-		if isMasked(sub[4]) || strings.HasPrefix(sub[4], "-") {
-			return m // the next flag, not a value
-		}
-		return sub[1] + sub[2] + sub[3] + Mask
-	})
-	for _, re := range []*regexp.Regexp{keyValue, authKey, session} {
-		s = re.ReplaceAllStringFunc(s, func(m string) string {
+	return false
+}
+
+// step applies f when need holds.
+func (k *keyer) step(need bool, f func(string) string) {
+	if !need && !k.every {
+		return
+	}
+	if n := f(k.s); n != k.s {
+		k.s, k.l = n, fold(n)
+	}
+}
+
+// pairs masks the values of re's key-value pairs, unless a pair reads as prose.
+func (k *keyer) pairs(need bool, re *regexp.Regexp) {
+	k.step(need, func(s string) string {
+		return re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
 			if isMasked(sub[2]) || prose(sub[1], sub[2]) {
 				// "failed to fetch anonymous token: unexpected status" is prose, not a pair.
@@ -136,22 +220,7 @@ func keyed(s string) string {
 			}
 			return sub[1] + quoteLike(sub[2])
 		})
-	}
-	s = wordSpace.ReplaceAllStringFunc(s, func(m string) string {
-		sub := wordSpace.FindStringSubmatch(m)
-		if plainWord.MatchString(sub[3]) || isMasked(sub[3]) {
-			return m
-		}
-		return sub[1] + sub[2] + Mask
 	})
-	s = secretEq.ReplaceAllStringFunc(s, func(m string) string {
-		sub := secretEq.FindStringSubmatch(m)
-		if isMasked(sub[2]) {
-			return m
-		}
-		return sub[1] + quoteLike(sub[2])
-	})
-	return moreForms(s)
 }
 
 // prose says a "key: value" match is a message going on rather than a pair.
@@ -166,7 +235,7 @@ func prose(key, value string) bool {
 
 // maySecret is a cheap filter: most log lines name no credential at all.
 func maySecret(s string) bool {
-	l := strings.ToLower(s)
+	l := fold(s) // as the case-insensitive expressions read it: "paſsword" is "password"
 	for _, w := range []string{"auth", "bearer", "basic", "pass", "pw", "token", "key", "secret", "credential", "@", "%40", "sess", "sid", "sig", "csrf", "jwt", "cookie", "-----begin"} {
 		if strings.Contains(l, w) {
 			return true

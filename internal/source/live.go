@@ -551,6 +551,9 @@ func (r *clusterReader) list(ctx context.Context, res resource, ns string) {
 		if typed {
 			cont, handled, err = r.typedPage(ctx, res, ns, opts, adder)
 		}
+		if !handled && err == nil && !res.metaOnly && rawSplit(res) {
+			cont, handled, err = r.rawPage(ctx, res, ns, opts)
+		}
 		if handled || err != nil {
 			// read as typed objects, or failed
 		} else if res.metaOnly {
@@ -607,6 +610,13 @@ func (r *clusterReader) list(ctx context.Context, res resource, ns string) {
 	}
 }
 
+// rawSplit says whether a kind's pages may be split on the raw JSON (rawPage): every kind
+// but Fleet's Cluster, whose managedFields entries that own spec.paused are kept
+// (trimManagedFields), which the split does not select.
+func rawSplit(res resource) bool {
+	return res.gvr.Group != "fleet.cattle.io" || res.kind != "Cluster"
+}
+
 // preparedSink takes objects already decoded (the snapshot builder does; the bundle writer
 // of collect wants JSON to write and does not).
 type preparedSink interface {
@@ -619,21 +629,7 @@ type preparedSink interface {
 // live scan's CPU at fleet scale. handled is false when the page holds something the typed
 // decoder does not take (an item of another kind); the caller then reads it the general way.
 func (r *clusterReader) typedPage(ctx context.Context, res resource, ns string, opts metav1.ListOptions, sink preparedSink) (cont string, handled bool, err error) {
-	path := []string{"/apis", res.gvr.Group, res.gvr.Version}
-	if res.gvr.Group == "" {
-		path = []string{"/api", res.gvr.Version}
-	}
-	if ns != "" {
-		path = append(path, "namespaces", ns)
-	}
-	path = append(path, res.gvr.Resource)
-	var data []byte
-	err = retryRead(ctx, func() (err error) {
-		data, err = r.kube.Core.RESTClient().Get().AbsPath(path...).
-			SetHeader("Accept", "application/json").
-			VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Raw()
-		return err
-	})
+	data, err := r.getPage(ctx, res, ns, opts)
 	if err != nil {
 		return "", false, err
 	}
@@ -657,6 +653,75 @@ func (r *clusterReader) typedPage(ctx context.Context, res resource, ns string, 
 		sink.Add(r.t.Name, src, o)
 	}
 	return cont, true, nil
+}
+
+// getPage reads one LIST page as raw JSON.
+func (r *clusterReader) getPage(ctx context.Context, res resource, ns string, opts metav1.ListOptions) ([]byte, error) {
+	path := []string{"/apis", res.gvr.Group, res.gvr.Version}
+	if res.gvr.Group == "" {
+		path = []string{"/api", res.gvr.Version}
+	}
+	if ns != "" {
+		path = append(path, "namespaces", ns)
+	}
+	path = append(path, res.gvr.Resource)
+	var data []byte
+	err := retryRead(ctx, func() (err error) {
+		data, err = r.kube.Core.RESTClient().Get().AbsPath(path...).
+			SetHeader("Accept", "application/json").
+			VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Raw()
+		return err
+	})
+	return data, err
+}
+
+// rawPage reads one LIST page of a kind without a typed decoder as raw JSON and hands each
+// item to the sink as bytes (splitPage). handled is false when the page is not in the form
+// the split takes; the caller then reads it the general way.
+func (r *clusterReader) rawPage(ctx context.Context, res resource, ns string, opts metav1.ListOptions) (cont string, handled bool, err error) {
+	data, err := r.getPage(ctx, res, ns, opts)
+	if err != nil {
+		return "", false, err
+	}
+	items, cont, err := splitPage(data, res.gvr.GroupVersion().String(), res.kind, res.kind == "CustomResourceDefinition")
+	if err != nil {
+		return "", false, nil
+	}
+	for i := range items {
+		it := &items[i]
+		if ns == "" && res.scope == watchedNamespaces && !r.watched[it.h.Metadata.Namespace] {
+			continue // listed across namespaces (listWatched): keep the watched ones
+		}
+		r.noteRaw(it, res)
+		if err := r.sink.AddJSON(r.t.Name, "live "+r.t.Name, &it.h, it.raw); err != nil {
+			r.sink.Error(finding.ScanError{Cluster: r.t.Name, Message: err.Error()})
+		}
+	}
+	return cont, true, nil
+}
+
+// noteRaw notes what the reader itself needs of an item read as bytes: CRDs whose objects
+// are counted, Nodes' scheduling, Pods whose logs are read.
+func (r *clusterReader) noteRaw(it *rawItem, res resource) {
+	switch res.kind {
+	case "CustomResourceDefinition", "Node":
+		var u unstructured.Unstructured
+		if err := u.UnmarshalJSON(it.raw); err != nil {
+			return
+		}
+		if res.kind == "Node" {
+			r.noteUnstructuredNode(&u)
+		} else {
+			r.noteCRD(&u)
+		}
+	case "Pod":
+		var p corev1.Pod
+		if err := json.Unmarshal(it.raw, &p); err == nil {
+			r.mu.Lock()
+			r.pods = append(r.pods, &p)
+			r.mu.Unlock()
+		}
+	}
 }
 
 func (r *clusterReader) item(u *unstructured.Unstructured, res resource) {
