@@ -152,6 +152,9 @@ func (r *rancherRun) recordScan(n int, kc string) string {
 // runCLI runs unstick with args and logs its wall time, peak RSS and what the stand-in saw.
 func (r *rancherRun) runCLI(n int, what, kc string, args ...string) float64 {
 	args = append(args, "--kubeconfig", kc, "--max-inflight", strconv.Itoa(r.limit), "--timeout", "5m")
+	if extra := os.Getenv("UNSTICK_BENCH_CLI_ARGS"); extra != "" {
+		args = append(args, strings.Fields(extra)...) // e.g. --concurrency 64, to compare settings
+	}
 	if dir := os.Getenv("UNSTICK_BENCH_PROFILE"); dir != "" {
 		// A CPU profile of each run of the CLI, to say where its time goes beside the floor's.
 		name := fmt.Sprintf("%s-%d-%d.pprof", strings.Fields(what)[0], n, time.Now().UnixNano())
