@@ -172,8 +172,8 @@ func (r *rancherRun) runCLI(n int, what, kc string, args ...string) float64 {
 		r.b.Fatalf("N=%d %s: %v\n%s", n, what, err, tail(errOut.String()))
 	}
 	st := r.bed.StandIn.Stats()
-	r.b.Logf("N=%d %s: wall %.2f s, peak RSS %d MiB, %d requests, max %d in flight, %d MiB; load %s",
-		n, what, wall, peak>>20, st.Requests, st.MaxInFlight, st.Bytes>>20, loadAvg())
+	r.b.Logf("N=%d %s: wall %.2f s, CPU %.1f s, peak RSS %d MiB, %d requests, max %d in flight, %.1f on average, %d MiB; load %s",
+		n, what, wall, cpuSeconds(cmd), peak>>20, st.Requests, st.MaxInFlight, avgInFlight(st), st.Bytes>>20, loadAvg())
 	return wall
 }
 
@@ -191,8 +191,8 @@ func (r *rancherRun) runFloor(n int, paths string) float64 {
 	}
 	wall := time.Since(t0).Seconds()
 	st := r.bed.StandIn.Stats()
-	r.b.Logf("N=%d floor: wall %.2f s, peak RSS %d MiB, %d requests, max %d in flight, %d MiB; load %s",
-		n, wall, peak>>20, st.Requests, st.MaxInFlight, st.Bytes>>20, loadAvg())
+	r.b.Logf("N=%d floor: wall %.2f s, CPU %.1f s, peak RSS %d MiB, %d requests, max %d in flight, %.1f on average, %d MiB; load %s",
+		n, wall, cpuSeconds(cmd), peak>>20, st.Requests, st.MaxInFlight, avgInFlight(st), st.Bytes>>20, loadAvg())
 	return wall
 }
 
@@ -203,6 +203,22 @@ func (r *rancherRun) quiet() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	r.bed.StandIn.ResetStats()
+}
+
+// cpuSeconds is the user and system CPU time a finished command used.
+func cpuSeconds(cmd *exec.Cmd) float64 {
+	if cmd.ProcessState == nil {
+		return 0
+	}
+	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+}
+
+// avgInFlight is how many requests were in flight on average while the run asked any.
+func avgInFlight(st testenv.StandInStats) float64 {
+	if st.Span <= 0 {
+		return 0
+	}
+	return st.Busy.Seconds() / st.Span.Seconds()
 }
 
 // sizeToken is the token that may see the first n clusters of the bed.

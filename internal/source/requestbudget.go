@@ -17,7 +17,7 @@ import (
 // "Through Rancher", for how the defaults were chosen.
 const (
 	DefaultMaxInFlight = 32
-	DefaultRancherQPS  = 500
+	DefaultRancherQPS  = 1000
 )
 
 // RequestBudget is one fleet-wide allowance of requests to one server that fronts many

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -83,6 +84,10 @@ type StandInStats struct {
 	OpenWatches int64 // watches open now
 	MaxWatches  int64 // the most watches open at once
 	Bytes       int64 // bytes of answers, watches' included
+	// Busy is the sum over time of the requests other than watches being answered (request ×
+	// seconds) from the first such request to the last answer (Span): Busy / Span is how many
+	// were in flight on average, how well a client kept its slots full.
+	Busy, Span time.Duration
 	// PerCluster are the requests and bytes of each cluster ID.
 	PerCluster map[string]ClusterStats
 }
@@ -106,7 +111,10 @@ func (r *RancherStandIn) InFlight() int64 {
 type counts struct {
 	mu       sync.Mutex
 	inFlight int64
-	s        StandInStats
+	// first is when the first request other than a watch arrived since the counts were
+	// reset, last when inFlight last changed.
+	first, last time.Time
+	s           StandInStats
 	// record, when set, keeps the path and query of every request other than a watch.
 	record bool
 	paths  []string
@@ -141,6 +149,7 @@ func (c *counts) begin(req *http.Request) func(id string, n int64) {
 		c.s.OpenWatches++
 		c.s.MaxWatches = max(c.s.MaxWatches, c.s.OpenWatches)
 	} else {
+		c.tick()
 		c.inFlight++
 		c.s.MaxInFlight = max(c.s.MaxInFlight, c.inFlight)
 		if c.record {
@@ -153,6 +162,7 @@ func (c *counts) begin(req *http.Request) func(id string, n int64) {
 		if watch {
 			c.s.OpenWatches--
 		} else {
+			c.tick()
 			c.inFlight--
 		}
 		c.s.Bytes += n
@@ -167,6 +177,17 @@ func (c *counts) begin(req *http.Request) func(id string, n int64) {
 		pc.Bytes += n
 		c.s.PerCluster[id] = pc
 	}
+}
+
+// tick adds the time since the last change of inFlight to Busy; c.mu is held.
+func (c *counts) tick() {
+	now := time.Now()
+	if c.first.IsZero() {
+		c.first, c.last = now, now
+	}
+	c.s.Busy += time.Duration(c.inFlight) * now.Sub(c.last)
+	c.last = now
+	c.s.Span = now.Sub(c.first)
 }
 
 func (c *counts) stats() StandInStats {
@@ -184,6 +205,7 @@ func (c *counts) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.s = StandInStats{OpenWatches: c.s.OpenWatches, MaxWatches: c.s.OpenWatches, MaxInFlight: c.inFlight}
+	c.first, c.last = time.Time{}, time.Time{}
 }
 
 // countingWriter counts the bytes of an answer and passes flushes on (a watch streams).
