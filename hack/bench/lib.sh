@@ -36,11 +36,11 @@ now_s() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.3f\n", b - a }'; }
 
 # build_program OUT PKG builds PKG and installs a copy as OUT, as a release archive or a package
-# installs it. The linker writes its output through a shared mapping, and the page cache then
-# holds that file in a layout of which a process's page faults map more around each fault: the
-# same unstick binary ran with 42-45 MiB of file-backed RSS straight from `go build` and 31 MiB
-# as a copy (docs/performance.md, "What a process pays before it reads anything"), which would
-# count against any peak-RSS figure.
+# installs it. How many of a binary's pages a process maps depends on how the file entered the
+# page cache: the same unstick binary ran with 42-46 MiB of file-backed RSS straight from
+# `go build` (the linker writes its output through a shared mapping) and 30-31 MiB as a copy
+# (docs/performance.md, "What a process pays before it reads anything"), a difference that
+# would count against any peak-RSS figure.
 build_program() {
   go build -o "$1.link" "$2" && cp "$1.link" "$1" && rm -f "$1.link"
 }
