@@ -13,7 +13,7 @@ N="${N:-5000}"
 RUNS="${RUNS:-5}"
 [ -x /usr/bin/time ] || { log "offline.sh needs GNU time as /usr/bin/time"; exit 1; }
 build_unstick
-[ -x "$work/decodefloor" ] || go build -o "$work/decodefloor" ./hack/bench/decodefloor
+[ -x "$work/decodefloor" ] || build_program "$work/decodefloor" ./hack/bench/decodefloor
 dir="$(fleet "$N")"
 
 # measure NAME CMD...: runs CMD under /usr/bin/time -v; prints "wall cpu rss_mib".

@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -233,13 +233,13 @@ func agentCause(id string) string {
 }
 
 var (
-	getResource = regexp.MustCompile(`\(get ([a-z0-9-]+(?:\.[a-z0-9-]+)+)\)`)
-	listType    = regexp.MustCompile(`(?:list|watch) \*v[0-9a-z]+\.([A-Za-z]+):.*could not find the requested resource`)
+	getResource = lazyre.New(`\(get ([a-z0-9-]+(?:\.[a-z0-9-]+)+)\)`)
+	listType    = lazyre.New(`(?:list|watch) \*v[0-9a-z]+\.([A-Za-z]+):.*could not find the requested resource`)
 )
 
 // missingResource names the resource (plural.group) an error line says the server lacks.
 func missingResource(line string) string {
-	if m := getResource.FindStringSubmatch(line); m != nil {
+	if m := getResource().FindStringSubmatch(line); m != nil {
 		// Fleet's wrangler-generated clients label their 404 with meta.k8s.io, a group that
 		// serves no resources (the real agent's "Current credential failed, falling back to
 		// reregistering: the server could not find the requested resource (get
@@ -259,7 +259,7 @@ func missingResource(line string) string {
 			return guessPlural(mk.Kind) + "." + mk.Group
 		}
 	}
-	if m := listType.FindStringSubmatch(line); m != nil {
+	if m := listType().FindStringSubmatch(line); m != nil {
 		return strings.ToLower(m[1]) + "s"
 	}
 	return ""

@@ -1,10 +1,10 @@
 package check
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -17,14 +17,14 @@ import (
 // own resources and their CRDs, the fleet-crd release that installs them (Rancher installs
 // it there only), Rancher's etcd snapshot records, and the Fleet controller.
 var (
-	managementCommand = regexp.MustCompile(`\b(clusters|bundles|bundledeployments|gitrepos|clusterregistrations|contents|clustergroups|bundlenamespacemappings)\.fleet\.cattle\.io\b|\betcdsnapshots\.rke\.cattle\.io\b|\bfleet-controller\b|\bfleet-crd\b` +
+	managementCommand = lazyre.New(`\b(clusters|bundles|bundledeployments|gitrepos|clusterregistrations|contents|clustergroups|bundlenamespacemappings)\.fleet\.cattle\.io\b|\betcdsnapshots\.rke\.cattle\.io\b|\bfleet-controller\b|\bfleet-crd\b` +
 		// Rancher's own upgrade objects: provisioned clusters, their control planes, CAPI
 		// machines and machine-plan Secrets (fleet-default, c-m-*), Rancher's cluster records.
 		`|\b(clusters\.provisioning|rkecontrolplanes\.rke|rkebootstraps\.rke|clusters\.management|settings\.management)\.cattle\.io\b|\.cluster\.x-k8s\.io\b|-n (fleet-default|c-m-[a-z0-9]+)\b` +
 		// Rancher itself, which runs on the management cluster only.
 		`|-n cattle-system rollout restart deployment/rancher(\s|$)`)
 	// A program starts a command: at its beginning or after a pipe, && or ;.
-	programStart = regexp.MustCompile(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm)( |$)`)
+	programStart = lazyre.New(`(^|\|\s*|&&\s*|;\s*)(kubectl|helm)( |$)`)
 )
 
 // target is the kubeconfig context a command goes to, and a note when that context is
@@ -84,7 +84,7 @@ func managementTarget(ix *snapIndex, f *finding.Finding) target {
 // that cannot be printed safely is the error.
 func (a aimer) aim(cmd string, withManagement bool) (string, string, error) {
 	t := a.subject
-	if managementCommand.MatchString(cmd) || withManagement && strings.HasPrefix(cmd, "helm ") {
+	if managementCommand().MatchString(cmd) || withManagement && strings.HasPrefix(cmd, "helm ") {
 		t = a.management
 	}
 	flags := map[string]string{}
@@ -95,8 +95,8 @@ func (a aimer) aim(cmd string, withManagement bool) (string, string, error) {
 		}
 		flags[prog] = f
 	}
-	out := programStart.ReplaceAllStringFunc(cmd, func(m string) string {
-		sub := programStart.FindStringSubmatch(m)
+	out := programStart().ReplaceAllStringFunc(cmd, func(m string) string {
+		sub := programStart().FindStringSubmatch(m)
 		return sub[1] + sub[2] + " " + flags[sub[2]] + sub[3]
 	})
 	return out, t.note, nil

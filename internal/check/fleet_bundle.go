@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/textsafe"
 )
@@ -153,7 +153,7 @@ func bundleOf(m *snapshot.Cluster, bd *snapshot.BundleDeployment) *fleetv1.Bundl
 
 // contentRef matches Fleet's message for a BundleDeployment whose manifest Content is gone.
 // Source: rancher/fleet agent deployer — contents.fleet.cattle.io "s-…" not found.
-var contentRef = regexp.MustCompile(`contents\.fleet\.cattle\.io "?(s-[0-9a-f]+)"? not found`)
+var contentRef = lazyre.New(`contents\.fleet\.cattle\.io "?(s-[0-9a-f]+)"? not found`)
 
 // fleetContent reports BundleDeployments whose Content object (the manifest the agent
 // downloads, named after the first half of the deployment ID) does not exist.
@@ -168,7 +168,7 @@ var fleetContent = Check{
 				content := ""
 				var evidence []finding.Evidence
 				for _, text := range bdTexts(bd) {
-					if mm := contentRef.FindStringSubmatch(text); mm != nil {
+					if mm := contentRef().FindStringSubmatch(text); mm != nil {
 						content = mm[1]
 						evidence = append(evidence, ev(sourceOf(m, bdRef(bd)), "%s", firstLine(text)))
 						break

@@ -2,19 +2,19 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
 // dependencyWait is the agent's refusal to deploy a bundle whose dependsOn is not Ready
 // (rancher/fleet internal/cmd/agent/deployer NotReadyDependenciesError): the names are the
 // BundleDeployments it waits for, as Go prints a []string.
-var dependencyWait = regexp.MustCompile(`dependent bundle\(s\) are not ready: \[([^\]]*)\]`)
+var dependencyWait = lazyre.New(`dependent bundle\(s\) are not ready: \[([^\]]*)\]`)
 
 // fleetDependencies reports bundles held by a dependsOn on a bundle that is not Ready. Fleet
 // shows every dependent as ErrApplied, an error of its own (rancher/fleet#3575, #3341); the
@@ -59,7 +59,7 @@ func bdsByNamespace(m *snapshot.Cluster) map[string][]*snapshot.BundleDeployment
 // that are not Ready while bd has not applied its revision. msg is the agent's refusal, if any.
 func blockingDependencies(m *snapshot.Cluster, bd *snapshot.BundleDeployment, peers []*snapshot.BundleDeployment) ([]*snapshot.BundleDeployment, string) {
 	for _, text := range bdTexts(bd) {
-		if mm := dependencyWait.FindStringSubmatch(text); mm != nil {
+		if mm := dependencyWait().FindStringSubmatch(text); mm != nil {
 			return peersNamed(peers, strings.Fields(mm[1])), text
 		}
 	}
@@ -128,7 +128,7 @@ func dependencyFinding(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *sna
 // A refusal naming nothing that was read stays an error of its own.
 func waitsForDependency(bd *snapshot.BundleDeployment, peers []*snapshot.BundleDeployment) bool {
 	for _, text := range bdTexts(bd) {
-		if mm := dependencyWait.FindStringSubmatch(text); mm != nil {
+		if mm := dependencyWait().FindStringSubmatch(text); mm != nil {
 			return len(peersNamed(peers, strings.Fields(mm[1]))) > 0
 		}
 	}

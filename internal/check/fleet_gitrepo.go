@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -161,31 +161,31 @@ func pollingFailure(msg string) string {
 }
 
 var (
-	authError    = regexp.MustCompile(`(?i)authentication required|authentication failed|invalid credentials|could not read username|permission denied \(publickey|unable to authenticate|401 unauthorized|403 forbidden`)
-	hostKeyError = regexp.MustCompile(`(?i)knownhosts|host key|known_hosts|key mismatch`)
-	repoMissing  = regexp.MustCompile(`(?i)repository not found`)
+	authError    = lazyre.New(`(?i)authentication required|authentication failed|invalid credentials|could not read username|permission denied \(publickey|unable to authenticate|401 unauthorized|403 forbidden`)
+	hostKeyError = lazyre.New(`(?i)knownhosts|host key|known_hosts|key mismatch`)
+	repoMissing  = lazyre.New(`(?i)repository not found`)
 	// "failed quota: <name>: must specify requests.cpu …" is a pod without the requests a
 	// namespace's compute quota needs (kube-apiserver's resourcequota admission).
-	quotaError  = regexp.MustCompile(`(?i)exceeded quota|failed quota`)
-	secretError = regexp.MustCompile(`(?i)secrets? "[^"]*" not found|failed to look up`)
-	admitError  = regexp.MustCompile(`(?i)admission webhook|denied the request`)
+	quotaError  = lazyre.New(`(?i)exceeded quota|failed quota`)
+	secretError = lazyre.New(`(?i)secrets? "[^"]*" not found|failed to look up`)
+	admitError  = lazyre.New(`(?i)admission webhook|denied the request`)
 )
 
 // classifyRepoCause is the kind of a cause, for the finding's signature (the same failure on
 // many GitRepos is one shape).
 func classifyRepoCause(text string) string {
 	switch {
-	case hostKeyError.MatchString(text):
+	case hostKeyError().MatchString(text):
 		return "host-key"
-	case authError.MatchString(text):
+	case authError().MatchString(text):
 		return "auth"
-	case repoMissing.MatchString(text):
+	case repoMissing().MatchString(text):
 		return "repo-not-found"
-	case quotaError.MatchString(text):
+	case quotaError().MatchString(text):
 		return "quota"
-	case secretError.MatchString(text):
+	case secretError().MatchString(text):
 		return "secret"
-	case admitError.MatchString(text):
+	case admitError().MatchString(text):
 		return "admission"
 	case strings.Contains(text, "created and deleted"):
 		return "churn"

@@ -2,13 +2,13 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -83,7 +83,7 @@ func bundleTexts(m *snapshot.Cluster, b *fleetv1.Bundle) []quotedText {
 		out = append(out, quotedText{c.Message, "Bundle condition " + string(c.Type), sourceOf(m, bundleObjRef(b))})
 	}
 	for _, q := range controllerLogTexts(m) {
-		if bm := reconciledBundle.FindStringSubmatch(q.text); bm != nil && bm[1] == b.Name && bm[2] == b.Namespace {
+		if bm := reconciledBundle().FindStringSubmatch(q.text); bm != nil && bm[1] == b.Name && bm[2] == b.Namespace {
 			out = append(out, q)
 		}
 	}
@@ -92,7 +92,7 @@ func bundleTexts(m *snapshot.Cluster, b *fleetv1.Bundle) []quotedText {
 
 // reconciledBundle is the Bundle a controller-runtime reconciler log line is about
 // ("Bundle":{"name":"…","namespace":"…"}).
-var reconciledBundle = regexp.MustCompile(`"Bundle":\{"name":"([^"]+)","namespace":"([^"]+)"\}`)
+var reconciledBundle = lazyre.New(`"Bundle":\{"name":"([^"]+)","namespace":"([^"]+)"\}`)
 
 // controllerLogTexts are the fleet-controller pods' log lines.
 func controllerLogTexts(m *snapshot.Cluster) []quotedText {

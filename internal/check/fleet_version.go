@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -202,7 +202,7 @@ type fleetVersion struct {
 	raw                 string
 }
 
-var fleetTag = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
+var fleetTag = lazyre.New(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
 
 // parseFleetVersion reads the version from an image reference's tag. A reference without a
 // tag (digest only) or with a tag that is not a version (latest, dev) gives ok=false.
@@ -214,7 +214,7 @@ func parseFleetVersion(image string) (fleetVersion, bool) {
 		return fleetVersion{}, false
 	}
 	tag := ref[colon+1:]
-	m := fleetTag.FindStringSubmatch(tag)
+	m := fleetTag().FindStringSubmatch(tag)
 	if m == nil {
 		return fleetVersion{}, false
 	}

@@ -1,13 +1,13 @@
 package check
 
 import (
-	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -16,7 +16,7 @@ import (
 // agent, Fleet has nothing to retry, and the first step is the Helm rollback fix plans.
 
 // fleetCommand matches a command that changes or reads Fleet's own objects.
-var fleetCommand = regexp.MustCompile(`\b(clusters|bundles|gitrepos|bundledeployments)\.fleet\.cattle\.io\b`)
+var fleetCommand = lazyre.New(`\b(clusters|bundles|gitrepos|bundledeployments)\.fleet\.cattle\.io\b`)
 
 // releaseSecretPrefix starts the name of every Secret Helm's Secrets driver stores a
 // revision in: sh.helm.release.v1.<release>.v<revision>.

@@ -2,12 +2,12 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -45,7 +45,7 @@ var helmReleaseSize = Check{
 }
 
 // releaseSecretName splits the refused storage object's name, sh.helm.release.v1.<name>.v<rev>.
-var releaseSecretName = regexp.MustCompile(`^sh\.helm\.release\.v1\.(.+)\.v(\d+)$`)
+var releaseSecretName = lazyre.New(`^sh\.helm\.release\.v1\.(.+)\.v(\d+)$`)
 
 // refusedReleases are the BundleDeployments whose condition quotes the API's refusal of a
 // release record for size.
@@ -69,7 +69,7 @@ func oversizedRelease(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *snap
 	target, fleetRef := bdTarget(ctx, ix, m, bd)
 	bundle := fleet.BundleName(bd)
 	release, rev := bundle, ""
-	if mm := releaseSecretName.FindStringSubmatch(tl.Name); mm != nil {
+	if mm := releaseSecretName().FindStringSubmatch(tl.Name); mm != nil {
 		release, rev = mm[1], mm[2]
 	}
 	f := ctx.New("helm/release-too-large", m, bdRef(bd), fmt.Sprintf("Helm release %s on cluster %s cannot store revision %s: its %s %s is over the API's %s limit on a %s's data, so every upgrade of bundle %s fails before it is written",

@@ -1,12 +1,12 @@
 package check
 
 import (
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/shellcmd"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -129,7 +129,7 @@ func (p *personaliser) command(c string, onManagement bool) (string, []string, b
 // command for a release Fleet does not deploy, a GitRepo patch for a bundle made without
 // one, a redeploy of an agent that registered itself.
 func (p *personaliser) leftOutBefore(c string) (string, bool) {
-	if p.notFleet != "" && fleetCommand.MatchString(c) {
+	if p.notFleet != "" && fleetCommand().MatchString(c) {
 		return "The Fleet commands are left out: " + p.notFleet + ".", true
 	}
 	if b := p.vars[noGitRepo]; b != "" && strings.Contains(c, "gitrepos.fleet.cattle.io <gitrepo>") {
@@ -139,7 +139,7 @@ func (p *personaliser) leftOutBefore(c string) (string, bool) {
 		return "The redeployAgentGeneration command is left out: Fleet Cluster " + fc +
 			" was registered by its agent (no spec.kubeConfigSecret), and the Fleet controller redeploys only agents it deployed itself.", true
 	}
-	if w := p.vars[notFleetAgent]; w != "" && agentSettingPatch.MatchString(c) {
+	if w := p.vars[notFleetAgent]; w != "" && agentSettingPatch().MatchString(c) {
 		return "The Fleet Cluster patch is left out: it changes only the Fleet agent, and " + w +
 			" is not the agent; change it where it is defined (its chart values or manifest), since whatever deploys it overwrites a change made to the live object.", true
 	}
@@ -147,7 +147,7 @@ func (p *personaliser) leftOutBefore(c string) (string, bool) {
 }
 
 // agentSettingPatch matches a patch of a Fleet Cluster's agent deployment settings.
-var agentSettingPatch = regexp.MustCompile(`patch clusters\.fleet\.cattle\.io .*"agent(Resources|Tolerations|Affinity)"`)
+var agentSettingPatch = lazyre.New(`patch clusters\.fleet\.cattle\.io .*"agent(Resources|Tolerations|Affinity)"`)
 
 func mergedVars(a, b map[string]string) map[string]string {
 	m := make(map[string]string, len(a)+len(b))
@@ -169,12 +169,12 @@ func appendNew(list []string, s string) []string {
 
 // placeholderPattern is how the catalogue writes a value to fill in: <name>, <n+1>,
 // <status.latestHash>. Shell redirections (< file, <<EOF) do not match.
-var placeholderPattern = regexp.MustCompile(`<[A-Za-z][A-Za-z0-9+.\-]*>`)
+var placeholderPattern = lazyre.New(`<[A-Za-z][A-Za-z0-9+.\-]*>`)
 
 // placeholders lists the placeholders left in a command, in order, once each.
 func placeholders(cmd string) []string {
 	var out []string
-	for _, p := range placeholderPattern.FindAllString(cmd, -1) {
+	for _, p := range placeholderPattern().FindAllString(cmd, -1) {
 		out = appendNew(out, p)
 	}
 	return out
@@ -291,15 +291,15 @@ func objectVars(o finding.ObjectRef) map[string]string {
 	return v
 }
 
-var restartCommand = regexp.MustCompile(`-n (\S+) rollout restart deployment/([a-z0-9][a-z0-9.\-]*)`)
+var restartCommand = lazyre.New(`-n (\S+) rollout restart deployment/([a-z0-9][a-z0-9.\-]*)`)
 
 // missingDeployment says, for a `rollout restart` of a Deployment on the finding's own cluster,
 // that the cluster has no such Deployment: its Deployments were read (it has some, as every
 // real cluster does in the namespaces unstick reads), and none has that namespace and name —
 // an agent whose Deployment was deleted has nothing to restart.
 func missingDeployment(ix *snapIndex, f *finding.Finding, cmd string) (string, bool) {
-	m := restartCommand.FindStringSubmatch(cmd)
-	if ix == nil || m == nil || managementCommand.MatchString(cmd) {
+	m := restartCommand().FindStringSubmatch(cmd)
+	if ix == nil || m == nil || managementCommand().MatchString(cmd) {
 		return "", false
 	}
 	c := ix.snap.Cluster(subject(f))

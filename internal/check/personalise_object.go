@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
@@ -96,18 +97,18 @@ func earlierRevision(c *snapshot.Cluster, s *corev1.Secret) string {
 // ResourceQuota and resource a quota denial names, the ConfigMap a pod cannot find.
 var evidenceFacts = []struct {
 	name string
-	re   *regexp.Regexp
+	re   func() *regexp.Regexp
 }{
-	{"quota", regexp.MustCompile(`(?:exceeded|failed) quota: ([a-z0-9]([-a-z0-9.]*[a-z0-9])?)`)},
-	{"resource", regexp.MustCompile(`exceeded quota: [a-z0-9.-]+, requested: ([a-z][a-z0-9./-]*)=`)},
-	{"name", regexp.MustCompile(`configmap \\?"([a-z0-9]([-a-z0-9.]*[a-z0-9])?)\\?" not found`)},
+	{"quota", lazyre.New(`(?:exceeded|failed) quota: ([a-z0-9]([-a-z0-9.]*[a-z0-9])?)`)},
+	{"resource", lazyre.New(`exceeded quota: [a-z0-9.-]+, requested: ([a-z][a-z0-9./-]*)=`)},
+	{"name", lazyre.New(`configmap \\?"([a-z0-9]([-a-z0-9.]*[a-z0-9])?)\\?" not found`)},
 }
 
 func evidenceVars(f *finding.Finding) map[string]string {
 	v := map[string]string{}
 	for _, ef := range evidenceFacts {
 		for _, e := range f.Evidence {
-			if m := ef.re.FindStringSubmatch(e.Text); m != nil {
+			if m := ef.re().FindStringSubmatch(e.Text); m != nil {
 				v[ef.name] = m[1]
 				break
 			}

@@ -2,13 +2,13 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/classify"
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleet"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/messages"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -107,11 +107,11 @@ func bdQuotes(ctx *Context, ix fleetIndex, m *snapshot.Cluster, bd *snapshot.Bun
 // fleetSummaryRE is the resource a Fleet agent's Ready condition message starts with: the
 // non-ready resources' summaries as "<kind>.<group> <namespace>/<name> [<states>] <messages>"
 // (fleet pkg/apis/fleet.cattle.io/v1alpha1: NonReadyStatus.String()).
-var fleetSummaryRE = regexp.MustCompile(`^[a-z0-9.-]+ ([a-z0-9]([-a-z0-9]*[a-z0-9])?)/[a-z0-9][-a-z0-9.]* \[`)
+var fleetSummaryRE = lazyre.New(`^[a-z0-9.-]+ ([a-z0-9]([-a-z0-9]*[a-z0-9])?)/[a-z0-9][-a-z0-9.]* \[`)
 
 // fleetSummaryNamespace is the namespace a Fleet Ready message names first, "" if none.
 func fleetSummaryNamespace(msg string) string {
-	if m := fleetSummaryRE.FindStringSubmatch(msg); m != nil {
+	if m := fleetSummaryRE().FindStringSubmatch(msg); m != nil {
 		return m[1]
 	}
 	return ""

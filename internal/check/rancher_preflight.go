@@ -2,13 +2,13 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
 	"github.com/unstick-dev/unstick/internal/inventory"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -54,7 +54,7 @@ var rancherReadiness = Check{
 }
 
 // pullNotFound matches what a failed installer pull leaves in rancher-system-agent's output.
-var pullNotFound = regexp.MustCompile(`(?i)(system-agent-installer-[a-z0-9]+|rke2-runtime)[^\s]*.*(not found|manifest unknown|failed to resolve reference|404)`)
+var pullNotFound = lazyre.New(`(?i)(system-agent-installer-[a-z0-9]+|rke2-runtime)[^\s]*.*(not found|manifest unknown|failed to resolve reference|404)`)
 
 func installerImages(ctx *Context, p *provisioned, uses []inventory.Use) []finding.Finding {
 	var out []finding.Finding
@@ -101,7 +101,7 @@ func installerImages(ctx *Context, p *provisioned, uses []inventory.Use) []findi
 			continue
 		}
 		for _, l := range mp.FailedOutput {
-			if pullNotFound.MatchString(l) {
+			if pullNotFound().MatchString(l) {
 				lines = append(lines, l)
 				if src == "" {
 					src = sourceOf(p.m, ref("v1", "Secret", mp.Namespace, mp.Name)) + " failed-output"

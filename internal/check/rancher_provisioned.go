@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/unstick-dev/unstick/internal/finding"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
@@ -44,7 +44,7 @@ var rancherProvisioned = Check{
 // plannerMessage matches the planner's per-tier waiting messages (planner.go reconcile:
 // "draining %s node(s) ", "configuring %s node(s) ", "uncordoning %s node(s) ", errIgnore's
 // "failing %s machine(s) " and "non-ready %s machine(s) ").
-var plannerMessage = regexp.MustCompile(`\b(configuring|draining|uncordoning|failing|non-ready) (bootstrap|etcd|control plane|worker) (?:node|machine)\(s\) ([^:]+?)(?::|$)`)
+var plannerMessage = lazyre.New(`\b(configuring|draining|uncordoning|failing|non-ready) (bootstrap|etcd|control plane|worker) (?:node|machine)\(s\) ([^:]+?)(?::|$)`)
 
 // provisioned is one provisioned cluster as the check sees it.
 type provisioned struct {
@@ -75,7 +75,7 @@ func loadProvisioned(ctx *Context, m *snapshot.Cluster, pc *snapshot.Unstructure
 	p.downstream, p.name = rancherDownstream(ctx.Snap, pc.Namespace, pc.Name, rancher.String(pc.Object, "status", "clusterName"))
 	p.key = "rancher:" + m.Name + "/" + pc.Namespace + "/" + pc.Name
 	p.message, p.msgTime = plannerStatus(p)
-	if mm := plannerMessage.FindStringSubmatch(p.message); mm != nil {
+	if mm := plannerMessage().FindStringSubmatch(p.message); mm != nil {
 		p.tier = mm[2]
 	}
 	return p
@@ -400,7 +400,7 @@ func readyWord(s corev1.ConditionStatus) string {
 // evictionBlocked matches kubectl drain's eviction error (k8s.io/kubectl pkg/drain):
 // error when evicting pods/"web-0" -n "shop" (will retry after 5s): Cannot evict pod as it
 // would violate the pod's disruption budget.
-var evictionBlocked = regexp.MustCompile(`evicting pods?/"?([a-z0-9.-]+)"? -n "?([a-z0-9-]+)"?`)
+var evictionBlocked = lazyre.New(`evicting pods?/"?([a-z0-9.-]+)"? -n "?([a-z0-9-]+)"?`)
 
 // drainBlocked reports a machine whose drain has not finished (drain-options set, drain-done
 // not equal to it), naming the downstream PodDisruptionBudget that allows no disruption and
@@ -474,7 +474,7 @@ func coveredPods(c *snapshot.Cluster, ns string, sel *metav1.LabelSelector, node
 		return nil
 	}
 	named := map[string]bool{}
-	for _, m := range evictionBlocked.FindAllStringSubmatch(drainErr, -1) {
+	for _, m := range evictionBlocked().FindAllStringSubmatch(drainErr, -1) {
 		named[m[2]+"/"+m[1]] = true
 	}
 	var out []coveredPod
@@ -565,7 +565,7 @@ func snapshotFailing(ctx *Context, p *provisioned) (finding.Finding, bool) {
 func upgradeStuck(ctx *Context, p *provisioned, machines []*capiMachine) finding.Finding {
 	obj := ref(p.pc.APIVersion, p.pc.Kind, p.pc.Namespace, p.pc.Name)
 	var where string
-	if mm := plannerMessage.FindStringSubmatch(p.message); mm != nil {
+	if mm := plannerMessage().FindStringSubmatch(p.message); mm != nil {
 		where = fmt.Sprintf(" — %s %s machine(s) %s", mm[1], mm[2], strings.TrimSpace(mm[3]))
 	}
 	from := p.applied

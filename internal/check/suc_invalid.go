@@ -65,7 +65,7 @@ func planServiceAccountMissing(ctx *Context, c *snapshot.Cluster, p *suc.Plan) (
 	var first = ctx.Now
 	for _, j := range p.JobsOf(c.Jobs) {
 		for _, e := range jobRefusals(c, j) {
-			if !saLookupRE.MatchString(e.Message) {
+			if !saLookupRE().MatchString(e.Message) {
 				continue
 			}
 			if len(evidence) < 4 {

@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/imageref"
 	"github.com/unstick-dev/unstick/internal/inventory"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/suc"
 )
@@ -298,7 +298,7 @@ func sameImage(a, b string) bool {
 // account that does not exist (kubernetes plugin/pkg/admission/serviceaccount/admission.go:
 // "error looking up service account %s/%s: %w"), carried by the Job controller's
 // FailedCreate event.
-var saLookupRE = regexp.MustCompile(`error looking up service account [^:]+: serviceaccount "[^"]+" not found`)
+var saLookupRE = lazyre.New(`error looking up service account [^:]+: serviceaccount "[^"]+" not found`)
 
 // jobRefusals are the Job's FailedCreate events while it still has no pod: once it got one
 // (a pod of it is collected, or it completed), those events, kept for an hour, tell a refusal
@@ -338,7 +338,7 @@ func sucForbidden(ctx *Context, c *snapshot.Cluster) []finding.Finding {
 		var since time.Time
 		for _, e := range jobRefusals(c, j) {
 			m, ok := classify.Classify(e.Message, classify.Event)
-			if saLookupRE.MatchString(e.Message) || ok && (m.ID == "suc/rbac" || m.ID == "agent/rbac-forbidden") {
+			if saLookupRE().MatchString(e.Message) || ok && (m.ID == "suc/rbac" || m.ID == "agent/rbac-forbidden") {
 				evidence = append(evidence, finding.Evidence{Source: eventSource(e), Text: firstLine(e.Message)})
 				since = earliest(since, snapshot.EventFirstTime(e))
 			}

@@ -13,6 +13,7 @@ package classify
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Scope says where a text comes from; a rule applies only to the scopes it names.
@@ -71,18 +72,20 @@ type Match struct {
 	Text string // the text as given (not lower-cased)
 }
 
-// compiledRule pairs a table entry with its compiled expression and the ids of its literals
-// in the matcher.
+// compiledRule pairs a table entry with its expression and the ids of its literals in the
+// matcher. The expression is compiled the first time a text holds all the rule's literals: a
+// scan compiles only the expressions its texts reach.
 type compiledRule struct {
 	rule *Rule
-	re   *regexp.Regexp
-	lits []uint16 // All: every one must occur
-	alts []uint16 // a Regexp that is a plain alternation of literals: one must occur
+	re   func() *regexp.Regexp // nil when the rule has no expression, or one the literals decide
+	lits []uint16              // All: every one must occur
+	alts []uint16              // a Regexp that is a plain alternation of literals: one must occur
 }
 
-// table is the compiled rule table and lits the automaton over all its All literals, built once
-// from rules().
-var table, lits = compile(rules())
+// ruleTable returns the compiled rule table and the automaton over all its All literals, built
+// from rules() on the first classification, so a process that classifies nothing (version,
+// explain, a live fix) does not pay for them.
+var ruleTable = sync.OnceValues(func() ([]compiledRule, *matcher) { return compile(rules()) })
 
 func compile(rs []Rule) ([]compiledRule, *matcher) {
 	out := make([]compiledRule, len(rs))
@@ -114,14 +117,14 @@ func compile(rs []Rule) ([]compiledRule, *matcher) {
 		if r.Regexp == "" {
 			continue
 		}
-		re := regexp.MustCompile(r.Regexp) // validates the expression in every case
 		if alts, ok := literalAlternation(r.Regexp); ok {
 			for _, a := range alts {
 				out[i].alts = append(out[i].alts, intern(a))
 			}
 			continue
 		}
-		out[i].re = re
+		expr := r.Regexp
+		out[i].re = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 	}
 	return out, newMatcher(all)
 }
@@ -129,6 +132,7 @@ func compile(rs []Rule) ([]compiledRule, *matcher) {
 // Rules returns a copy of the table, in match order (for documentation, `unstick explain`
 // and tests).
 func Rules() []Rule {
+	table, _ := ruleTable()
 	out := make([]Rule, len(table))
 	for i, c := range table {
 		out[i] = *c.rule
@@ -216,6 +220,7 @@ func normalize(text string) string {
 // order, checking literals by bit and running a rule's expression (over the normalised text,
 // computed at most once) only when all its literals are present.
 func classifyText(text string, scope Scope) *compiledRule {
+	table, lits := ruleTable()
 	var found litSet
 	lits.scan(text, &found)
 	if found.empty() {
@@ -253,7 +258,7 @@ func classifyText(text string, scope Scope) *compiledRule {
 			if lower == "" {
 				lower = normalize(text)
 			}
-			if c.re != nil && !c.re.MatchString(lower) || c.rule.Family != nil && !c.rule.Family(lower) {
+			if c.re != nil && !c.re().MatchString(lower) || c.rule.Family != nil && !c.rule.Family(lower) {
 				continue
 			}
 		}

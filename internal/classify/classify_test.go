@@ -413,6 +413,7 @@ func TestScopes(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	rs := Rules()
+	table, _ := ruleTable()
 	if len(rs) != len(table) {
 		t.Fatalf("Rules() returned %d rules, table has %d", len(rs), len(table))
 	}
@@ -431,6 +432,9 @@ func TestTable(t *testing.T) {
 				t.Errorf("rule %d (%s): All entry %q empty or not lower-case", i, r.ID, s)
 			}
 		}
+		if _, err := regexp.Compile(r.Regexp); err != nil {
+			t.Errorf("rule %d (%s): Regexp does not compile: %v", i, r.ID, err)
+		}
 		if r.Regexp != "" && r.Regexp != strings.ToLower(r.Regexp) && !strings.Contains(r.Regexp, `\S`) && !strings.Contains(r.Regexp, `\s`) {
 			t.Errorf("rule %d (%s): Regexp %q has upper-case letters but the text is lower-cased", i, r.ID, r.Regexp)
 		}
@@ -448,6 +452,7 @@ func TestTable(t *testing.T) {
 // naiveRules is the table evaluated the obvious way (strings.Contains on the normalised text,
 // every Regexp through the regexp engine, every Family parser): the reference the automaton must agree with.
 var naiveRules = func() []*regexp.Regexp {
+	table, _ := ruleTable()
 	out := make([]*regexp.Regexp, len(table))
 	for i, c := range table {
 		if c.rule.Regexp != "" {
@@ -462,6 +467,7 @@ func classifyNaive(text string, scope Scope) string {
 		return ""
 	}
 	lower := normalize(text)
+	table, _ := ruleTable()
 next:
 	for i, c := range table {
 		if c.rule.Scopes&scope == 0 {

@@ -50,28 +50,31 @@ func newMatcher(lits []string) *matcher {
 	}
 	m.nc = int(next)
 
-	// Trie.
-	goTo := [][]int32{make([]int32, m.nc)}
+	// Trie, one row of nc transitions per state in one flat slice (a few allocations, not one
+	// per state).
+	nc := int32(m.nc)
+	goTo := make([]int32, nc, 64*nc)
 	out := [][]uint16{nil}
 	for id, l := range lits {
 		s := int32(0)
 		for i := 0; i < len(l); i++ {
-			c := m.class[l[i]]
-			if goTo[s][c] == 0 {
-				goTo = append(goTo, make([]int32, m.nc))
+			c := int32(m.class[l[i]])
+			if goTo[s*nc+c] == 0 {
+				goTo = append(goTo, make([]int32, nc)...)
 				out = append(out, nil)
-				goTo[s][c] = int32(len(goTo) - 1)
+				goTo[s*nc+c] = int32(len(out) - 1)
 			}
-			s = goTo[s][c]
+			s = goTo[s*nc+c]
 		}
 		out[s] = append(out[s], uint16(id))
 	}
+	states := len(out)
 
 	// Fail links (BFS) and the completed transition function.
-	fail := make([]int32, len(goTo))
-	queue := make([]int32, 0, len(goTo))
-	for c := 1; c < m.nc; c++ {
-		if s := goTo[0][c]; s != 0 {
+	fail := make([]int32, states)
+	queue := make([]int32, 0, states)
+	for c := int32(1); c < nc; c++ {
+		if s := goTo[c]; s != 0 {
 			queue = append(queue, s)
 		}
 	}
@@ -79,28 +82,26 @@ func newMatcher(lits []string) *matcher {
 		s := queue[0]
 		queue = queue[1:]
 		out[s] = append(out[s], out[fail[s]]...)
-		for c := 1; c < m.nc; c++ {
-			t := goTo[s][c]
+		for c := int32(1); c < nc; c++ {
+			t := goTo[s*nc+c]
 			if t == 0 {
-				goTo[s][c] = goTo[fail[s]][c]
+				goTo[s*nc+c] = goTo[fail[s]*nc+c]
 				continue
 			}
-			fail[t] = goTo[fail[s]][c]
+			fail[t] = goTo[fail[s]*nc+c]
 			queue = append(queue, t)
 		}
 	}
-	if len(goTo) >= outFlag {
+	if states >= outFlag {
 		panic("classify: literal automaton too large")
 	}
-	m.delta = make([]uint16, len(goTo)*m.nc)
-	for s, row := range goTo {
-		for c, t := range row {
-			v := uint16(t)
-			if len(out[t]) > 0 {
-				v |= outFlag
-			}
-			m.delta[s*m.nc+c] = v
+	m.delta = make([]uint16, len(goTo))
+	for i, t := range goTo {
+		v := uint16(t)
+		if len(out[t]) > 0 {
+			v |= outFlag
 		}
+		m.delta[i] = v
 	}
 	m.out = out
 	return m

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // OtherReason is the SchedulingReasons key for scheduler reasons that are neither taints nor
@@ -13,7 +14,7 @@ const OtherReason = "other"
 // schedEntry finds the start of each "<count> <reason>" entry of a FitError message:
 // "0/%v nodes are available: %v." with the reasons "%v %v" (count, reason), sorted and joined
 // with ", " (kubernetes pkg/scheduler/framework/types.go FitError.Error).
-var schedEntry = regexp.MustCompile(`(?:^|,\s*)(\d+) `)
+var schedEntry = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|,\s*)(\d+) `) })
 
 // SchedulingReasons parses a scheduler FailedScheduling message such as
 //
@@ -38,7 +39,7 @@ func SchedulingReasons(msg string) map[string]int {
 	body = strings.TrimSpace(body)
 	body = strings.TrimSuffix(body, ".")
 	out := map[string]int{}
-	locs := schedEntry.FindAllStringSubmatchIndex(body, -1)
+	locs := schedEntry().FindAllStringSubmatchIndex(body, -1)
 	for k, loc := range locs {
 		n, err := strconv.Atoi(body[loc[2]:loc[3]])
 		if err != nil {

@@ -20,14 +20,18 @@ import (
 
 // registerKubeCompletions completes the kubeconfig flags of every command that has them.
 func registerKubeCompletions(root *cobra.Command) {
+	completions := map[string]func(*clientcmdapi.Config) []string{
+		"context": func(c *clientcmdapi.Config) []string { return keys(c.Contexts) },
+		"cluster": func(c *clientcmdapi.Config) []string { return keys(c.Clusters) },
+		"user":    func(c *clientcmdapi.Config) []string { return keys(c.AuthInfos) },
+	}
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
-		for flag, names := range map[string]func(*clientcmdapi.Config) []string{
-			"context": func(c *clientcmdapi.Config) []string { return keys(c.Contexts) },
-			"cluster": func(c *clientcmdapi.Config) []string { return keys(c.Clusters) },
-			"user":    func(c *clientcmdapi.Config) []string { return keys(c.AuthInfos) },
-		} {
-			if c.LocalNonPersistentFlags().Lookup(flag) != nil {
+		// LocalNonPersistentFlags builds a new flag set each call: once per command, as every
+		// process builds the whole command tree before it runs one verb.
+		local := c.LocalNonPersistentFlags()
+		for flag, names := range completions {
+			if local.Lookup(flag) != nil {
 				_ = c.RegisterFlagCompletionFunc(flag, kubeconfigCompletion(names))
 			}
 		}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/plural"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -129,13 +129,13 @@ of the input).`,
 	return cmd
 }
 
-var targetRE = regexp.MustCompile(`^v?1\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?$`)
+var targetRE = lazyre.New(`^v?1\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?$`)
 
-func validTarget(v string) bool { return targetRE.MatchString(v) }
+func validTarget(v string) bool { return targetRE().MatchString(v) }
 
 // minorTargetRE is a Kubernetes minor without a patch ("v1.32"): enough for the API gate,
 // which judges what a minor serves, but not for naming the images an upgrade pulls.
-var minorTargetRE = regexp.MustCompile(`^v?1\.\d+$`)
+var minorTargetRE = lazyre.New(`^v?1\.\d+$`)
 
 func (o *preflightOptions) complete() error {
 	if err := o.judge.complete(o.g, "suc.planStuckAfter=30m"); err != nil {
@@ -161,7 +161,7 @@ func (o *preflightOptions) validate() error {
 	if !ok {
 		return usageErrorf("-o %q: unknown output format (want one of %s)", o.output, strings.Join(preflightFormats, ", "))
 	}
-	if o.target != "" && !validTarget(o.target) && !minorTargetRE.MatchString(o.target) {
+	if o.target != "" && !validTarget(o.target) && !minorTargetRE().MatchString(o.target) {
 		return usageErrorf("--target-version %q: want a Kubernetes version such as v1.32, v1.32.5 or v1.32.5+rke2r1", o.target)
 	}
 	return o.reg.validate()

@@ -9,12 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/plural"
 )
 
@@ -193,10 +193,10 @@ func asPlugin(root *cobra.Command, name string) {
 	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
-		c.Example = pluginExample.ReplaceAllString(c.Example, "${1}"+name+" ")
-		c.Long = pluginMention.ReplaceAllString(c.Long, "${1}"+name+" ")
-		c.Short = pluginMention.ReplaceAllString(c.Short, "${1}"+name+" ")
-		c.Flags().VisitAll(func(f *pflag.Flag) { f.Usage = pluginMention.ReplaceAllString(f.Usage, "${1}"+name+" ") })
+		c.Example = pluginExample().ReplaceAllString(c.Example, "${1}"+name+" ")
+		c.Long = pluginMention().ReplaceAllString(c.Long, "${1}"+name+" ")
+		c.Short = pluginMention().ReplaceAllString(c.Short, "${1}"+name+" ")
+		c.Flags().VisitAll(func(f *pflag.Flag) { f.Usage = pluginMention().ReplaceAllString(f.Usage, "${1}"+name+" ") })
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
@@ -205,7 +205,7 @@ func asPlugin(root *cobra.Command, name string) {
 }
 
 // pluginExample matches "unstick " where a command line starts in an example.
-var pluginExample = regexp.MustCompile(`(?m)^(\s*(?:\$ )?)unstick `)
+var pluginExample = lazyre.New(`(?m)^(\s*(?:\$ )?)unstick `)
 
 // pluginMention matches a command quoted in prose: 'unstick explain ID', `unstick restore DIR`.
-var pluginMention = regexp.MustCompile("(['`(]|\\$ )unstick ")
+var pluginMention = lazyre.New("(['`(]|\\$ )unstick ")

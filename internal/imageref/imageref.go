@@ -5,8 +5,9 @@ package imageref
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // DefaultRegistry is where a reference without a registry host points. Runtimes normalise
@@ -29,10 +30,10 @@ type Ref struct {
 // distribution/reference grammar, simplified: lower-case path components separated by
 // "/", a tag of at most 128 word characters, a digest algorithm:hex.
 var (
-	componentRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*$`)
-	tagRE       = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
-	digestRE    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$`)
-	hostRE      = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?$|^\[[0-9a-fA-F:]+\](?::[0-9]+)?$`)
+	componentRE = lazyre.New(`^[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*$`)
+	tagRE       = lazyre.New(`^[\w][\w.-]{0,127}$`)
+	digestRE    = lazyre.New(`^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$`)
+	hostRE      = lazyre.New(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?$|^\[[0-9a-fA-F:]+\](?::[0-9]+)?$`)
 )
 
 // Parse reads an image reference such as "rancher/kubectl:v1.30.3",
@@ -47,20 +48,20 @@ func Parse(s string) (Ref, error) {
 	if i := strings.Index(name, "@"); i >= 0 {
 		r.Digest = name[i+1:]
 		name = name[:i]
-		if !digestRE.MatchString(r.Digest) {
+		if !digestRE().MatchString(r.Digest) {
 			return r, fmt.Errorf("image reference %q: invalid digest %q", s, r.Digest)
 		}
 	}
 	if i := strings.LastIndex(name, ":"); i >= 0 && !strings.Contains(name[i+1:], "/") {
 		r.Tag = name[i+1:]
 		name = name[:i]
-		if !tagRE.MatchString(r.Tag) {
+		if !tagRE().MatchString(r.Tag) {
 			return r, fmt.Errorf("image reference %q: invalid tag %q", s, r.Tag)
 		}
 	}
 	first, rest, hasSlash := strings.Cut(name, "/")
 	if hasSlash && (strings.ContainsAny(first, ".:") || first == "localhost" || strings.HasPrefix(first, "[")) {
-		if !hostRE.MatchString(first) {
+		if !hostRE().MatchString(first) {
 			return r, fmt.Errorf("image reference %q: invalid registry host %q", s, first)
 		}
 		r.Registry, r.Repository = first, rest
@@ -77,7 +78,7 @@ func Parse(s string) (Ref, error) {
 		return r, fmt.Errorf("image reference %q: no repository", s)
 	}
 	for _, c := range strings.Split(r.Repository, "/") {
-		if !componentRE.MatchString(c) {
+		if !componentRE().MatchString(c) {
 			return r, fmt.Errorf("image reference %q: invalid repository path component %q (lower case letters, digits and separators only)", s, c)
 		}
 	}

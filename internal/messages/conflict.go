@@ -1,9 +1,10 @@
 package messages
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // ApplyConflict is a server-side apply that other field managers' ownership refused.
@@ -24,26 +25,26 @@ type ConflictManager struct {
 var (
 	// helm pkg/kube/client.go (v4) patchResourceServerSide: `conflict occurred while applying
 	// object %s %s: %w` with "namespace/name" and the GroupVersionKind ("/v1, Kind=ConfigMap").
-	conflictObject = regexp.MustCompile(`conflict occurred while applying object ([a-z0-9.-]*)/([a-z0-9.:-]+) ([a-z0-9.-]*/[a-z0-9]+), Kind=([A-Za-z0-9]+)`)
+	conflictObject = lazyre.New(`conflict occurred while applying object ([a-z0-9.-]*)/([a-z0-9.:-]+) ([a-z0-9.-]*/[a-z0-9]+), Kind=([A-Za-z0-9]+)`)
 	// k8s.io/apiserver pkg/endpoints/handlers/fieldmanager (k8s.io/apimachinery
 	// pkg/util/managedfields/internal/conflict.go) NewConflictError: `Apply failed with %d
 	// conflict%s: %s`; sigs.k8s.io/structured-merge-diff merge.Conflicts.Error: `conflict with
 	// %v: %v` for one, `conflicts with %v:` and "\n- path" lines for several; printManager adds
 	// ` using APIVERSION` and ` at TIME` for Update managers.
-	conflictCount   = regexp.MustCompile(`Apply failed with ([0-9]+) conflicts?`)
-	conflictManager = regexp.MustCompile(`conflicts? with "([^"]+)"(?: with subresource "[^"]*")?(?: using ([a-z0-9.-]*/?[a-z0-9]+))?(?: at [0-9TZ:.+-]+)?:`)
+	conflictCount   = lazyre.New(`Apply failed with ([0-9]+) conflicts?`)
+	conflictManager = lazyre.New(`conflicts? with "([^"]+)"(?: with subresource "[^"]*")?(?: using ([a-z0-9.-]*/?[a-z0-9]+))?(?: at [0-9TZ:.+-]+)?:`)
 )
 
 // ParseApplyConflict reads a server-side apply conflict.
 func ParseApplyConflict(msg string) (ApplyConflict, bool) {
 	msg = unquote(msg)
-	c := conflictCount.FindStringSubmatchIndex(msg)
+	c := conflictCount().FindStringSubmatchIndex(msg)
 	if c == nil {
 		return ApplyConflict{}, false
 	}
 	var out ApplyConflict
 	out.Count, _ = strconv.Atoi(msg[c[2]:c[3]])
-	if o := conflictObject.FindStringSubmatch(msg); o != nil {
+	if o := conflictObject().FindStringSubmatch(msg); o != nil {
 		out.Namespace, out.Name, out.Kind = o[1], o[2], o[4]
 		out.APIVersion = strings.TrimPrefix(o[3], "/")
 	}
@@ -54,7 +55,7 @@ func ParseApplyConflict(msg string) (ApplyConflict, bool) {
 // conflictManagers reads each manager and the fields listed after it: on the same line for a
 // single conflict, as "- path" lines for several.
 func conflictManagers(s string) []ConflictManager {
-	idx := conflictManager.FindAllStringSubmatchIndex(s, -1)
+	idx := conflictManager().FindAllStringSubmatchIndex(s, -1)
 	var out []ConflictManager
 	for i, m := range idx {
 		end := len(s)

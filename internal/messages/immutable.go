@@ -1,8 +1,9 @@
 package messages
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // Immutable is an update the API server refused because it changes a field that cannot change.
@@ -16,8 +17,8 @@ var (
 	// qualified kind ("Deployment.apps", "Job.batch", "Service"); pkg/util/validation/field
 	// ErrorList entries `FIELD: Invalid value: VALUE: DETAIL`, DETAIL being
 	// apimachinery/pkg/api/validation FieldImmutableErrorMsg `field is immutable`.
-	invalidObject  = regexp.MustCompile(`([A-Z][A-Za-z0-9]*)(?:\.([a-z0-9.-]+))? "([^"]+)" is invalid: `)
-	invalidField   = regexp.MustCompile(`(?:^|[\[ ])([a-z][A-Za-z0-9_.\[\]]*): (?:Invalid value|Forbidden): `)
+	invalidObject  = lazyre.New(`([A-Z][A-Za-z0-9]*)(?:\.([a-z0-9.-]+))? "([^"]+)" is invalid: `)
+	invalidField   = lazyre.New(`(?:^|[\[ ])([a-z][A-Za-z0-9_.\[\]]*): (?:Invalid value|Forbidden): `)
 	fieldImmutable = "field is immutable"
 )
 
@@ -29,7 +30,7 @@ func ParseImmutable(msg string) (Immutable, bool) {
 	}
 	var out Immutable
 	rest := msg
-	if o := invalidObject.FindStringSubmatchIndex(msg); o != nil {
+	if o := invalidObject().FindStringSubmatchIndex(msg); o != nil {
 		out.Kind, out.Name = msg[o[2]:o[3]], msg[o[6]:o[7]]
 		if o[4] >= 0 {
 			out.Group = msg[o[4]:o[5]]
@@ -42,7 +43,7 @@ func ParseImmutable(msg string) (Immutable, bool) {
 
 // immutableFields returns the fields whose own error entry says "field is immutable".
 func immutableFields(s string) []string {
-	idx := invalidField.FindAllStringSubmatchIndex(s, -1)
+	idx := invalidField().FindAllStringSubmatchIndex(s, -1)
 	var out []string
 	for i, m := range idx {
 		end := len(s)

@@ -1,6 +1,10 @@
 package messages
 
-import "regexp"
+import (
+	"regexp"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
+)
 
 // MissingKind is a kind the API server does not serve, as a message names it.
 type MissingKind struct {
@@ -24,15 +28,15 @@ func (m MissingKind) GroupVersion() string {
 var (
 	// k8s.io/apimachinery pkg/api/meta/errors.go NoKindMatchError.Error:
 	// `no matches for kind %q in version %q`.
-	noKindMatch = regexp.MustCompile(`no matches for kind "([A-Za-z0-9]+)" in version "([^"]+)"`)
+	noKindMatch = lazyre.New(`no matches for kind "([A-Za-z0-9]+)" in version "([^"]+)"`)
 	// helm pkg/kube/client.go (v3 and v4) wraps it per document: `resource mapping not found for
 	// name: %q namespace: %q from %q: %w` + "\nensure CRDs are installed first"; Helm 3's
 	// install/upgrade add "unable to build kubernetes objects from release manifest: ", Helm 4 does not.
 	// The same error's other forms: `no matches for kind %q in versions %q` (several versions
 	// searched, a Go-quoted list) and `no matches for kind %q in group %q` (none).
-	noKindMatchVersions = regexp.MustCompile(`no matches for kind "([A-Za-z0-9]+)" in versions \["([^"]+)"`)
-	noKindMatchGroup    = regexp.MustCompile(`no matches for kind "([A-Za-z0-9]+)" in group "([^"]*)"`)
-	mappingNotFound     = regexp.MustCompile(`resource mapping not found for name: "([^"]*)" namespace: "([^"]*)" from "[^"]*": no matches for kind "([A-Za-z0-9]+)" in version "([^"]+)"`)
+	noKindMatchVersions = lazyre.New(`no matches for kind "([A-Za-z0-9]+)" in versions \["([^"]+)"`)
+	noKindMatchGroup    = lazyre.New(`no matches for kind "([A-Za-z0-9]+)" in group "([^"]*)"`)
+	mappingNotFound     = lazyre.New(`resource mapping not found for name: "([^"]*)" namespace: "([^"]*)" from "[^"]*": no matches for kind "([A-Za-z0-9]+)" in version "([^"]+)"`)
 )
 
 // ParseMissingKind returns every kind a message says is not served, once each, in order.
@@ -48,12 +52,12 @@ func ParseMissingKind(msg string) []MissingKind {
 		}
 	}
 	named := map[string]bool{}
-	for _, s := range mappingNotFound.FindAllStringSubmatch(msg, -1) {
+	for _, s := range mappingNotFound().FindAllStringSubmatch(msg, -1) {
 		g, v := groupVersion(s[4])
 		add(MissingKind{Kind: s[3], Group: g, Version: v, Name: s[1], Namespace: s[2]})
 		named[s[3]+"|"+s[4]] = true
 	}
-	for _, re := range []*regexp.Regexp{noKindMatch, noKindMatchVersions} {
+	for _, re := range []*regexp.Regexp{noKindMatch(), noKindMatchVersions()} {
 		for _, s := range re.FindAllStringSubmatch(msg, -1) {
 			if named[s[1]+"|"+s[2]] {
 				continue
@@ -62,7 +66,7 @@ func ParseMissingKind(msg string) []MissingKind {
 			add(MissingKind{Kind: s[1], Group: g, Version: v})
 		}
 	}
-	for _, s := range noKindMatchGroup.FindAllStringSubmatch(msg, -1) {
+	for _, s := range noKindMatchGroup().FindAllStringSubmatch(msg, -1) {
 		add(MissingKind{Kind: s[1], Group: s[2]})
 	}
 	return out

@@ -1,6 +1,8 @@
 package messages
 
-import "regexp"
+import (
+	"github.com/unstick-dev/unstick/internal/lazyre"
+)
 
 // Ownership is Helm's refusal to take over an object that exists without this release's
 // ownership metadata.
@@ -24,25 +26,25 @@ var (
 	// `annotation validation error: ` + requireValue's `missing key %q: must be set to %q` or
 	// `key %q must equal %q: current value is %q`. pkg/action/install.go: `rendered manifests
 	// contain a resource that already exists. Unable to continue with install: %w`.
-	ownershipObject = regexp.MustCompile(`([A-Za-z0-9]+) "([^"]+)" in namespace "([^"]*)" exists and cannot be imported into the current release`)
-	ownershipKey    = regexp.MustCompile(`(?:missing key "([^"]+)": must be set to "([^"]*)"|key "([^"]+)" must equal "([^"]*)": current value is "([^"]*)")`)
-	installExists   = regexp.MustCompile(`rendered manifests contain a resource that already exists`)
-	invalidOwner    = regexp.MustCompile(`invalid ownership metadata`)
+	ownershipObject = lazyre.New(`([A-Za-z0-9]+) "([^"]+)" in namespace "([^"]*)" exists and cannot be imported into the current release`)
+	ownershipKey    = lazyre.New(`(?:missing key "([^"]+)": must be set to "([^"]*)"|key "([^"]+)" must equal "([^"]*)": current value is "([^"]*)")`)
+	installExists   = lazyre.New(`rendered manifests contain a resource that already exists`)
+	invalidOwner    = lazyre.New(`invalid ownership metadata`)
 )
 
 // ParseOwnership reads Helm's ownership refusal.
 func ParseOwnership(msg string) (Ownership, bool) {
 	msg = unquote(msg)
-	o := ownershipObject.FindStringSubmatch(msg)
-	if o == nil && !invalidOwner.MatchString(msg) {
+	o := ownershipObject().FindStringSubmatch(msg)
+	if o == nil && !invalidOwner().MatchString(msg) {
 		return Ownership{}, false
 	}
 	var out Ownership
 	if o != nil {
 		out.Kind, out.Name, out.Namespace = o[1], o[2], o[3]
 	}
-	out.Install = installExists.MatchString(msg)
-	for _, k := range ownershipKey.FindAllStringSubmatch(msg, -1) {
+	out.Install = installExists().MatchString(msg)
+	for _, k := range ownershipKey().FindAllStringSubmatch(msg, -1) {
 		out.key(k)
 	}
 	return out, true

@@ -1,8 +1,9 @@
 package messages
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // QuotaExceeded is a request a ResourceQuota refused.
@@ -19,25 +20,25 @@ var (
 	// k8s.io/apiserver pkg/admission/plugin/resourcequota/controller.go CheckRequest:
 	// `exceeded quota: %s, requested: %s, used: %s, limited: %s`, inside the Forbidden error
 	// `%s %q is forbidden: ` (k8s.io/apimachinery pkg/api/errors NewForbidden).
-	quotaExceeded = regexp.MustCompile(`exceeded quota: ([a-z0-9.-]+), requested: ([^ ]+?), used: ([^ ]+?), limited: ([^\s"]+)`)
-	forbiddenObj  = regexp.MustCompile(`([a-z0-9.]+) "([^"]+)" is forbidden: (?:exceeded|failed) quota`)
+	quotaExceeded = lazyre.New(`exceeded quota: ([a-z0-9.-]+), requested: ([^ ]+?), used: ([^ ]+?), limited: ([^\s"]+)`)
+	forbiddenObj  = lazyre.New(`([a-z0-9.]+) "([^"]+)" is forbidden: (?:exceeded|failed) quota`)
 	// The same CheckRequest: `failed quota: %s: %v` when the object cannot be charged, the
 	// reason from pkg/quota/v1/evaluator/core/pods.go (`must specify %s`, joined by "; ").
-	quotaFailed = regexp.MustCompile(`failed quota: ([a-z0-9.-]+): ([^\n"]+)`)
+	quotaFailed = lazyre.New(`failed quota: ([a-z0-9.-]+): ([^\n"]+)`)
 )
 
 // ParseQuota reads a ResourceQuota refusal.
 func ParseQuota(msg string) (QuotaExceeded, bool) {
 	msg = unquote(msg)
 	var q QuotaExceeded
-	if s := quotaExceeded.FindStringSubmatch(msg); s != nil {
+	if s := quotaExceeded().FindStringSubmatch(msg); s != nil {
 		q = QuotaExceeded{Quota: s[1], Requested: s[2], Used: s[3], Limited: strings.TrimRight(s[4], ".,;")}
-	} else if s := quotaFailed.FindStringSubmatch(msg); s != nil {
+	} else if s := quotaFailed().FindStringSubmatch(msg); s != nil {
 		q = QuotaExceeded{Quota: s[1], Constraint: strings.TrimSpace(s[2])}
 	} else {
 		return QuotaExceeded{}, false
 	}
-	if o := forbiddenObj.FindStringSubmatch(msg); o != nil {
+	if o := forbiddenObj().FindStringSubmatch(msg); o != nil {
 		q.Kind, q.Name = o[1], o[2]
 	}
 	return q, true

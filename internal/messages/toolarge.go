@@ -1,8 +1,9 @@
 package messages
 
 import (
-	"regexp"
 	"strconv"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // The size limits an object or a request meets on its way to etcd, as the messages name them.
@@ -38,34 +39,34 @@ type TooLarge struct {
 
 var (
 	// etcd server/etcdserver/api/v3rpc/rpctypes/error.go ErrRequestTooLarge.
-	etcdTooLarge = regexp.MustCompile(`etcdserver: request is too large`)
+	etcdTooLarge = lazyre.New(`etcdserver: request is too large`)
 	// k8s.io/apiserver pkg/endpoints/handlers/rest.go limitedReadBody:
 	// NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit)).
-	apiTooLarge = regexp.MustCompile(`(?i)request entity too large: limit is (\d+)`)
+	apiTooLarge = lazyre.New(`(?i)request entity too large: limit is (\d+)`)
 	// grpc-go stream.go: "trying to send message larger than max (%d vs. %d)" (code
 	// ResourceExhausted); rpc_util.go: "grpc: received message larger than max (%d vs. %d)".
-	grpcTooLarge = regexp.MustCompile(`(?:trying to send|received) message larger than max \((\d+) vs\. (\d+)\)`)
+	grpcTooLarge = lazyre.New(`(?:trying to send|received) message larger than max \((\d+) vs\. (\d+)\)`)
 	// k8s.io/kubernetes pkg/apis/core/validation ValidateSecret / ValidateConfigMap:
 	// field.TooLong(…, core.MaxSecretSize), worded by apimachinery's field errors over the
 	// releases: "must have at most %d characters", "must have at most %d bytes", "may not be
 	// more than %d bytes".
-	dataTooLong = regexp.MustCompile(`(?:(Secret|ConfigMap) "([^"]+)" is invalid: )?(?:data|\[\]|binaryData): Too long: (?:must have at most|may not be more than) (\d+) (?:bytes|characters)`)
+	dataTooLong = lazyre.New(`(?:(Secret|ConfigMap) "([^"]+)" is invalid: )?(?:data|\[\]|binaryData): Too long: (?:must have at most|may not be more than) (\d+) (?:bytes|characters)`)
 )
 
 // ParseTooLarge reads a refusal for size: etcd's, the API server's, gRPC's, or the validation
 // of a Secret's or ConfigMap's data.
 func ParseTooLarge(msg string) (TooLarge, bool) {
 	msg = unquote(msg)
-	if m := dataTooLong.FindStringSubmatch(msg); m != nil {
+	if m := dataTooLong().FindStringSubmatch(msg); m != nil {
 		return TooLarge{Limit: LimitObjectData, LimitBytes: atoi(m[3], ObjectDataBytes), Kind: m[1], Name: m[2]}, true
 	}
-	if m := grpcTooLarge.FindStringSubmatch(msg); m != nil {
+	if m := grpcTooLarge().FindStringSubmatch(msg); m != nil {
 		return TooLarge{Limit: LimitGRPCMessage, SizeBytes: atoi(m[1], 0), LimitBytes: atoi(m[2], GRPCMessageBytes)}, true
 	}
-	if m := apiTooLarge.FindStringSubmatch(msg); m != nil {
+	if m := apiTooLarge().FindStringSubmatch(msg); m != nil {
 		return TooLarge{Limit: LimitAPIRequest, LimitBytes: atoi(m[1], APIRequestBytes)}, true
 	}
-	if etcdTooLarge.MatchString(msg) {
+	if etcdTooLarge().MatchString(msg) {
 		return TooLarge{Limit: LimitEtcdRequest, LimitBytes: EtcdRequestBytes}, true
 	}
 	return TooLarge{}, false

@@ -1,8 +1,9 @@
 package messages
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // WaitTimeout is Helm giving up waiting for the release's resources to become ready.
@@ -25,8 +26,8 @@ var (
 	// builds on 4.2): `resource %s/%s/%s not ready. status: %s, message: %s` of kind,
 	// namespace and name. Helm 3's legacy waiter (pkg/kube/wait.go) returns
 	// wait.ErrWaitTimeout, `timed out waiting for the condition`.
-	resourceNotReady   = regexp.MustCompile(`resource not ready, name: ([a-z0-9.-]+), kind: ([A-Za-z0-9]+), status: ([A-Za-z]+)`)
-	resourceNotReadyNS = regexp.MustCompile(`resource ([A-Za-z0-9]+)/([a-z0-9.-]*)/([a-z0-9.-]+) not ready\. status: ([A-Za-z]+)`)
+	resourceNotReady   = lazyre.New(`resource not ready, name: ([a-z0-9.-]+), kind: ([A-Za-z0-9]+), status: ([A-Za-z]+)`)
+	resourceNotReadyNS = lazyre.New(`resource ([A-Za-z0-9]+)/([a-z0-9.-]*)/([a-z0-9.-]+) not ready\. status: ([A-Za-z]+)`)
 	waitTimedOut       = []string{"context deadline exceeded", "timed out waiting for the condition"}
 )
 
@@ -35,10 +36,10 @@ var (
 func ParseWaitTimeout(msg string) (WaitTimeout, bool) {
 	msg = unquote(msg)
 	var out WaitTimeout
-	for _, s := range resourceNotReady.FindAllStringSubmatch(msg, -1) {
+	for _, s := range resourceNotReady().FindAllStringSubmatch(msg, -1) {
 		out.NotReady = append(out.NotReady, NotReadyResource{Kind: s[2], Name: s[1], Status: s[3]})
 	}
-	for _, s := range resourceNotReadyNS.FindAllStringSubmatch(msg, -1) {
+	for _, s := range resourceNotReadyNS().FindAllStringSubmatch(msg, -1) {
 		out.NotReady = append(out.NotReady, NotReadyResource{Kind: s[1], Namespace: s[2], Name: s[3], Status: s[4]})
 	}
 	if len(out.NotReady) > 0 {

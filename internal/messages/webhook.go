@@ -1,8 +1,9 @@
 package messages
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // WebhookFailure is an admission webhook that refused a request or could not be called. The
@@ -43,36 +44,36 @@ func (w WebhookFailure) Unavailable() bool { return !w.Denied }
 var (
 	// k8s.io/apiserver pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr:
 	// `admission webhook %q denied the request: %s` (or `... denied the request without explanation`).
-	webhookDenied = regexp.MustCompile(`admission webhook "([^"]+)" denied the request(?::\s*(.*))?`)
+	webhookDenied = lazyre.New(`admission webhook "([^"]+)" denied the request(?::\s*(.*))?`)
 	// k8s.io/apiserver pkg/util/webhook/error.go ErrCallingWebhook.Error: `failed calling webhook
 	// %q: %v`, its reason from pkg/admission/plugin/webhook/validating/dispatcher.go callHook:
 	// `failed to call webhook: %w` around the client's `Post "URL": ...`.
-	webhookCall = regexp.MustCompile(`failed calling webhook "([^"]+)": (.*)`)
-	webhookURL  = regexp.MustCompile(`(?:Post|Patch|Put) "https://([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z.]+)?(?::[0-9]+)?[^"]*": (.*)`)
+	webhookCall = lazyre.New(`failed calling webhook "([^"]+)": (.*)`)
+	webhookURL  = lazyre.New(`(?:Post|Patch|Put) "https://([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.[a-z.]+)?(?::[0-9]+)?[^"]*": (.*)`)
 	// k8s.io/apiserver pkg/util/proxy/proxy.go ResolveEndpoint / ResolveCluster:
 	// `service %q not found`, `no endpoints available for service %q`.
-	serviceNotFound = regexp.MustCompile(`service "([a-z0-9-]+)" not found`)
-	noEndpoints     = regexp.MustCompile(`no endpoints available for service "([a-z0-9-]+)"`)
+	serviceNotFound = lazyre.New(`service "([a-z0-9-]+)" not found`)
+	noEndpoints     = lazyre.New(`no endpoints available for service "([a-z0-9-]+)"`)
 )
 
 // ParseWebhook reads an admission webhook's denial or a failed call to it.
 func ParseWebhook(msg string) (WebhookFailure, bool) {
 	msg = unquote(msg)
-	if s := webhookDenied.FindStringSubmatch(msg); s != nil {
+	if s := webhookDenied().FindStringSubmatch(msg); s != nil {
 		return WebhookFailure{Webhook: s[1], Denied: true, Reason: strings.TrimSpace(trimQuoted(firstLineOf(s[2])))}, true
 	}
-	s := webhookCall.FindStringSubmatch(msg)
+	s := webhookCall().FindStringSubmatch(msg)
 	if s == nil {
 		return WebhookFailure{}, false
 	}
 	w := WebhookFailure{Webhook: s[1], Reason: trimQuoted(strings.TrimPrefix(firstLineOf(s[2]), "failed to call webhook: "))}
-	if u := webhookURL.FindStringSubmatch(s[2]); u != nil {
+	if u := webhookURL().FindStringSubmatch(s[2]); u != nil {
 		w.Service, w.ServiceNamespace, w.Reason = u[1], u[2], trimQuoted(firstLineOf(u[3]))
 	}
-	if n := serviceNotFound.FindStringSubmatch(s[2]); n != nil {
+	if n := serviceNotFound().FindStringSubmatch(s[2]); n != nil {
 		w.ServiceMissing, w.Service = true, n[1]
 	}
-	if n := noEndpoints.FindStringSubmatch(s[2]); n != nil {
+	if n := noEndpoints().FindStringSubmatch(s[2]); n != nil {
 		w.NoEndpoints, w.Service = true, n[1]
 	}
 	w.Backend = backendDown(w, s[2])

@@ -2,17 +2,18 @@ package redact
 
 import (
 	"encoding/base64"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // b64Run is a run of base64 (standard or URL alphabet) long enough to hide a credential: a
 // docker config's "auth" (user:password), a kubeconfig or a key pasted into a message.
-var b64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}`)
+var b64Run = lazyre.New(`[A-Za-z0-9+/_-]{16,}={0,2}`)
 
 // userPass is what a Basic auth or docker "auth" value decodes to.
-var userPass = regexp.MustCompile(`^[^\s:]{1,128}:\S{3,}$`)
+var userPass = lazyre.New(`^[^\s:]{1,128}:\S{3,}$`)
 
 // maxBlob bounds how much of one run is decoded: a credential is short, a 100 MB base64 line
 // is a payload nobody quotes.
@@ -28,7 +29,7 @@ func blobsDepth(s string, depth int) string {
 	if depth == 0 || len(s) < 16 {
 		return s
 	}
-	return b64Run.ReplaceAllStringFunc(s, func(m string) string {
+	return b64Run().ReplaceAllStringFunc(s, func(m string) string {
 		if len(m) > maxBlob {
 			return m
 		}
@@ -36,7 +37,7 @@ func blobsDepth(s string, depth int) string {
 		if !ok {
 			return m
 		}
-		if userPass.MatchString(dec) || pemStart.MatchString(dec) || keyed(dec) != dec || blobsDepth(dec, depth-1) != dec {
+		if userPass().MatchString(dec) || pemStart().MatchString(dec) || keyed(dec) != dec || blobsDepth(dec, depth-1) != dec {
 			return Mask
 		}
 		return m

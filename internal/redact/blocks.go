@@ -1,8 +1,9 @@
 package redact
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // Blocks of lines: base64 wrapped at a fixed width (`base64` writes 76 columns, PEM 64), and
@@ -15,7 +16,7 @@ import (
 const minWrap = 40
 
 // b64Tail is a base64 run that ends a line: the first piece of a block wrapped after its key.
-var b64Tail = regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}\s*$`)
+var b64Tail = lazyre.New(`[A-Za-z0-9+/_-]{16,}={0,2}\s*$`)
 
 // b64Width is the length of a line that is a base64 piece only (spaces around it aside), 0 for
 // any other line. A piece has upper- and lower-case letters: a line of hex digits (a hash) or
@@ -59,12 +60,12 @@ func maskWrapped(lines []string) {
 		}
 		j := blockEnd(lines, i, w)
 		wrapped := j-i >= 2 && w >= minWrap
-		if wrapped || (j < len(lines) && pemEnd.MatchString(lines[j])) {
+		if wrapped || (j < len(lines) && pemEnd().MatchString(lines[j])) {
 			for k := i; k < j; k++ {
 				lines[k] = leading(lines[k]) + Mask
 			}
 			if wrapped && i > 0 {
-				lines[i-1] = b64Tail.ReplaceAllString(lines[i-1], Mask)
+				lines[i-1] = b64Tail().ReplaceAllString(lines[i-1], Mask)
 			}
 		}
 		i = j
@@ -129,13 +130,13 @@ func TailStart(lines []string, n int) int {
 		if !strings.Contains(lines[i], "-----") {
 			continue
 		}
-		if loc := pemStart.FindStringIndex(lines[i]); loc != nil {
-			if !pemEnd.MatchString(lines[i][loc[1]:]) {
+		if loc := pemStart().FindStringIndex(lines[i]); loc != nil {
+			if !pemEnd().MatchString(lines[i][loc[1]:]) {
 				s = min(s, i)
 			}
 			break
 		}
-		if pemEnd.MatchString(lines[i]) {
+		if pemEnd().MatchString(lines[i]) {
 			break
 		}
 	}
@@ -152,7 +153,7 @@ func Tail(lines []string, n int) []string {
 	return out
 }
 
-var token = regexp.MustCompile(`\S+`)
+var token = lazyre.New(`\S+`)
 
 // maskFolded masks a wrapped base64 block folded onto one line, its pieces separated by spaces
 // (a message whose lines were joined): two or more pieces of one width, the last maybe shorter.
@@ -160,7 +161,7 @@ func maskFolded(s string) string {
 	if len(s) < 2*minWrap {
 		return s
 	}
-	words := token.FindAllStringIndex(s, -1)
+	words := token().FindAllStringIndex(s, -1)
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(words); {

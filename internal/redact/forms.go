@@ -3,35 +3,37 @@ package redact
 import (
 	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // Forms a credential takes in configuration dumps, connection strings and URLs, besides the
 // key=value pairs of redact.go.
 var (
 	// A key one of whose segments is exactly "pass" or "pw": DB_PASS=x, pass: x, --pw=x.
-	passKey = regexp.MustCompile(`(?i)((?:^|[^A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*(?:` + passSeg + `)(?:[_.-][A-Za-z0-9]+)*["']?\s*(?:=>|[:=])\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	passKey = lazyre.New(`(?i)((?:^|[^A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*(?:` + passSeg + `)(?:[_.-][A-Za-z0-9]+)*["']?\s*(?:=>|[:=])\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// "secret":"x" and "client_secret": 'x': a quoted key and a quoted value are a pair, where
 	// "failed to get secret: secrets \"x\" not found" is a message.
-	jsonSecret = regexp.MustCompile(`(?i)(["'](?:[A-Za-z0-9_.-]*[_.-])?secret["']\s*(?:=>|:)\s*)("[^"]*"|'[^']*')`)
+	jsonSecret = lazyre.New(`(?i)(["'](?:[A-Za-z0-9_.-]*[_.-])?secret["']\s*(?:=>|:)\s*)("[^"]*"|'[^']*')`)
 	// URL-encoded pairs: password%3Dx, token%3Ax, up to an encoded & or ".
-	encKey = regexp.MustCompile(`(?i)((?:[A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*|(?:^|[^A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*(?:` + passSeg + `|sig))(?:%3D|%3A|%22%3A%22))((?:[^\s&"',;%]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[013-57-9A-Fa-f]))+)`)
+	encKey = lazyre.New(`(?i)((?:[A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*|(?:^|[^A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*(?:` + passSeg + `|sig))(?:%3D|%3A|%22%3A%22))((?:[^\s&"',;%]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[013-57-9A-Fa-f]))+)`)
 	// A URL-encoded URL with a password: https%3A%2F%2Fuser%3Apassword%40host.
-	encUserinfo = regexp.MustCompile(`(?i)([A-Za-z][A-Za-z0-9+.-]*%3A%2F%2F[A-Za-z0-9._~-]*%3A)((?:[^\s%/?#]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[0-9A-Ea-e]))+)(%40)`)
+	encUserinfo = lazyre.New(`(?i)([A-Za-z][A-Za-z0-9+.-]*%3A%2F%2F[A-Za-z0-9._~-]*%3A)((?:[^\s%/?#]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[0-9A-Ea-e]))+)(%40)`)
 	// A Go SQL driver DSN: user:password@tcp(host:3306)/db (the password up to that "@").
-	dsn = regexp.MustCompile(`(\b[A-Za-z0-9_.-]+:)([^\s@]\S*?)(@(?:tcp|tcp4|tcp6|udp|unix)\()`)
+	dsn = lazyre.New(`(\b[A-Za-z0-9_.-]+:)([^\s@]\S*?)(@(?:tcp|tcp4|tcp6|udp|unix)\()`)
 	// An Azure shared access signature: ?sv=…&sig=x.
-	sasSig = regexp.MustCompile(`(?i)((?:^|[?&;\s"'])sig=)([^\s&"'#]+)`)
+	sasSig = lazyre.New(`(?i)((?:^|[?&;\s"'])sig=)([^\s&"'#]+)`)
 	// A key that announces a credential at the end of a line: its value is on the next one.
-	trailingKey = regexp.MustCompile(`(?i)(?:[A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*|(?:^|[^A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*(?:` + passSeg + `)|\bsecret)["']?\s*(?:=>|[:=])\s*$`)
+	trailingKey = lazyre.New(`(?i)(?:[A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*|(?:^|[^A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*(?:` + passSeg + `)|\bsecret)["']?\s*(?:=>|[:=])\s*$`)
 	// A value alone on its line: one word or one quoted string, maybe followed by a comma.
-	loneValue = regexp.MustCompile(`^(\s*)("[^"]*"|'[^']*'|[^\s"',:]+(?::[^\s"',]+)*)(\s*,?\s*)$`)
+	loneValue = lazyre.New(`^(\s*)("[^"]*"|'[^']*'|[^\s"',:]+(?::[^\s"',]+)*)(\s*,?\s*)$`)
 )
 
 // moreForms masks the forms above, each looked for only when the line holds what it needs.
 func (k *keyer) moreForms() {
-	k.step(k.any("%3a%2f%2f"), func(s string) string { return encUserinfo.ReplaceAllString(s, "${1}"+Mask+"${3}") })
+	k.step(k.any("%3a%2f%2f"), func(s string) string { return encUserinfo().ReplaceAllString(s, "${1}"+Mask+"${3}") })
 	k.step(strings.Contains(k.s, "@") && strings.Contains(k.s, "("), func(s string) string {
-		return dsn.ReplaceAllString(s, "${1}"+Mask+"${3}")
+		return dsn().ReplaceAllString(s, "${1}"+Mask+"${3}")
 	})
 	pair := strings.ContainsAny(k.s, ":=")
 	k.form(pair && k.any("pass", "pw"), passKey)
@@ -41,8 +43,9 @@ func (k *keyer) moreForms() {
 }
 
 // form masks the values re finds, except values masked already.
-func (k *keyer) form(need bool, re *regexp.Regexp) {
+func (k *keyer) form(need bool, expr func() *regexp.Regexp) {
 	k.step(need, func(s string) string {
+		re := expr()
 		return re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
 			if isMasked(sub[2]) || strings.HasPrefix(sub[2], Mask) {
@@ -56,7 +59,7 @@ func (k *keyer) form(need bool, re *regexp.Regexp) {
 // nextLineValue masks the value on a line below a key that ends the line above; a line that
 // is more than a value (a nested YAML key, a sentence) is left alone.
 func nextLineValue(l string) string {
-	sub := loneValue.FindStringSubmatch(l)
+	sub := loneValue().FindStringSubmatch(l)
 	if sub == nil || isMasked(sub[2]) || strings.HasPrefix(strings.TrimSpace(l), "-----") {
 		return l
 	}

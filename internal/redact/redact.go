@@ -10,6 +10,8 @@ package redact
 import (
 	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // Mask replaces every value redacted.
@@ -40,37 +42,37 @@ const credKey = `password|passwd|passphrase|pwd|token|api[_-]?key|access[_-]?key
 
 var (
 	// Authorization: Bearer x / Proxy-Authorization: Basic x / "authorization":"Bearer x".
-	authHeader = regexp.MustCompile(`(?i)((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest|negotiate)?\s*)([^\s"',;]+)`)
+	authHeader = lazyre.New(`(?i)((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest|negotiate)?\s*)([^\s"',;]+)`)
 	// A bare "Bearer x" or "Basic x" (a token that is at least 8 characters long).
-	bearer = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{8,})`)
+	bearer = lazyre.New(`(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{8,})`)
 	// key=value, key: value, "key":"value" for keys naming credentials. "secret" alone is
 	// left out: "failed to get secret: secrets \"x\" not found" is a message, not a secret.
 	// Ruby's `:password => "x"` too.
-	keyValue = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*["']?\s*(?:=>|[:=])\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	keyValue = lazyre.New(`(?i)([A-Za-z0-9_.-]*(?:` + credKey + `)[A-Za-z0-9_-]*["']?\s*(?:=>|[:=])\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// "key value" for command-line flags naming credentials: --token X, -password X.
-	flagSpace = regexp.MustCompile(`(?i)(\s|^|["'])(--?[A-Za-z0-9_-]*(?:` + credKey + `|auth|session)[A-Za-z0-9_-]*|--?(?:[A-Za-z0-9]+-)*(?:` + passSeg + `)(?:-[A-Za-z0-9]+)*)(\s+)([^\s"',;]+)`)
+	flagSpace = lazyre.New(`(?i)(\s|^|["'])(--?[A-Za-z0-9_-]*(?:` + credKey + `|auth|session)[A-Za-z0-9_-]*|--?(?:[A-Za-z0-9]+-)*(?:` + passSeg + `)(?:-[A-Za-z0-9]+)*)(\s+)([^\s"',;]+)`)
 	// "token X", "password X": a bare word followed by a value that is not prose (see
 	// prose below): "for new token" and "token used before issued" are messages.
-	wordSpace = regexp.MustCompile(`(?i)\b([A-Za-z0-9_]*(?:token|password|passwd|passphrase|api[_-]?key))(\s+)([A-Za-z0-9._~+/=:-]{8,})`)
+	wordSpace = lazyre.New(`(?i)\b([A-Za-z0-9_]*(?:token|password|passwd|passphrase|api[_-]?key))(\s+)([A-Za-z0-9._~+/=:-]{8,})`)
 	// The docker config "auth" key (base64 of user:password) and other exact auth keys.
-	authKey = regexp.MustCompile(`(?i)(["']?\b(?:auth|x-api-auth-header|x-auth-token|x-api-key|api-key|apikey)["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	authKey = lazyre.New(`(?i)(["']?\b(?:auth|x-api-auth-header|x-auth-token|x-api-key|api-key|apikey)["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// Cookie and Set-Cookie headers, and x-...-auth/-token/-key/-secret/-session headers:
 	// the whole value to the end of the line or quote.
-	header = regexp.MustCompile(`(?i)(\b(?:set-)?cookie\s*:\s*|\bx-[a-z0-9-]*(?:auth|token|key|secret|session)[a-z0-9-]*\s*:\s*)([^"'\r\n]+)`)
+	header = lazyre.New(`(?i)(\b(?:set-)?cookie\s*:\s*|\bx-[a-z0-9-]*(?:auth|token|key|secret|session)[a-z0-9-]*\s*:\s*)([^"'\r\n]+)`)
 	// Session cookies and keys: R_SESS=x (Rancher's), session_id=x, sid=x, csrf=x, jwt=x.
-	session = regexp.MustCompile(`(?i)(\b[A-Za-z0-9_.-]*(?:sess|session|sid|csrf|jwt|cookie)[A-Za-z0-9_-]*["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	session = lazyre.New(`(?i)(\b[A-Za-z0-9_.-]*(?:sess|session|sid|csrf|jwt|cookie)[A-Za-z0-9_-]*["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// A lowercase word after "key:" continues a message rather than giving a value.
-	plainWord = regexp.MustCompile(`^[a-z]+$`)
+	plainWord = lazyre.New(`^[a-z]+$`)
 	// secret=value (not "secret: ...", see above).
-	secretEq = regexp.MustCompile(`(?i)(\bsecret["']?\s*=\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
+	secretEq = lazyre.New(`(?i)(\bsecret["']?\s*=\s*)("[^"]*"|'[^']*'|[^\s,;&"'}]+)`)
 	// scheme://user:password@host
 	// (the password runs to the authority's last "@": it may hold one)
-	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/?#\s"'<>]+)(@)`)
+	userinfo = lazyre.New(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/?#\s"'<>]+)(@)`)
 	// A whole PEM block on one line (or a String with newlines), and the start of one whose
 	// end is on a later line.
-	pemBlock = regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]+-----)(?s:.*?)(-----END [A-Z0-9 ]+-----)`)
-	pemStart = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----`)
-	pemEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]+-----`)
+	pemBlock = lazyre.New(`(-----BEGIN [A-Z0-9 ]+-----)(?s:.*?)(-----END [A-Z0-9 ]+-----)`)
+	pemStart = lazyre.New(`-----BEGIN [A-Z0-9 ]+-----`)
+	pemEnd   = lazyre.New(`-----END [A-Z0-9 ]+-----`)
 )
 
 // String redacts a free text that may span lines (an event or condition message, a Helm
@@ -104,18 +106,18 @@ func keyed(s string) string {
 
 func (k *keyer) run() string {
 	k.step(strings.Contains(k.s, "-----BEGIN "), func(s string) string {
-		s = pemBlock.ReplaceAllString(s, "${1}"+Mask+"${2}")
-		if loc := pemStart.FindStringIndex(s); loc != nil && !pemEnd.MatchString(s[loc[1]:]) {
+		s = pemBlock().ReplaceAllString(s, "${1}"+Mask+"${2}")
+		if loc := pemStart().FindStringIndex(s); loc != nil && !pemEnd().MatchString(s[loc[1]:]) {
 			s = s[:loc[1]] + Mask // the block goes on past this line
 		}
 		return s
 	})
 	k.step(strings.Contains(k.s, "://") && strings.Contains(k.s, "@"), func(s string) string {
-		return userinfo.ReplaceAllString(s, "${1}"+Mask+"${3}")
+		return userinfo().ReplaceAllString(s, "${1}"+Mask+"${3}")
 	})
 	k.step(k.any("cookie", "x-"), func(s string) string {
-		return header.ReplaceAllStringFunc(s, func(m string) string {
-			sub := header.FindStringSubmatch(m)
+		return header().ReplaceAllStringFunc(s, func(m string) string {
+			sub := header().FindStringSubmatch(m)
 			if isMasked(sub[2]) {
 				return m
 			}
@@ -123,8 +125,8 @@ func (k *keyer) run() string {
 		})
 	})
 	k.step(k.any("authorization"), func(s string) string {
-		return authHeader.ReplaceAllStringFunc(s, func(m string) string {
-			sub := authHeader.FindStringSubmatch(m)
+		return authHeader().ReplaceAllStringFunc(s, func(m string) string {
+			sub := authHeader().FindStringSubmatch(m)
 			if sub[2] == Mask || strings.HasPrefix(sub[2], "[") {
 				return m
 			}
@@ -132,8 +134,8 @@ func (k *keyer) run() string {
 		})
 	})
 	k.step(k.any("bearer", "basic"), func(s string) string {
-		return bearer.ReplaceAllStringFunc(s, func(m string) string {
-			sub := bearer.FindStringSubmatch(m)
+		return bearer().ReplaceAllStringFunc(s, func(m string) string {
+			sub := bearer().FindStringSubmatch(m)
 			if strings.EqualFold(sub[3], "token") || strings.EqualFold(sub[3], "tokens") {
 				return m
 			}
@@ -141,8 +143,8 @@ func (k *keyer) run() string {
 		})
 	})
 	k.step(strings.Contains(k.s, "-") && (k.any(credWords...) || k.any("auth", "sess", "pw")), func(s string) string {
-		return flagSpace.ReplaceAllStringFunc(s, func(m string) string {
-			sub := flagSpace.FindStringSubmatch(m)
+		return flagSpace().ReplaceAllStringFunc(s, func(m string) string {
+			sub := flagSpace().FindStringSubmatch(m)
 			if isMasked(sub[4]) || strings.HasPrefix(sub[4], "-") {
 				return m // the next flag, not a value
 			}
@@ -154,17 +156,17 @@ func (k *keyer) run() string {
 	k.pairs(pair && k.any("auth", "apikey", "api-key"), authKey)
 	k.pairs(pair && k.any("sess", "sid", "csrf", "jwt", "cookie"), session)
 	k.step(k.any("token", "pass", "key"), func(s string) string {
-		return wordSpace.ReplaceAllStringFunc(s, func(m string) string {
-			sub := wordSpace.FindStringSubmatch(m)
-			if plainWord.MatchString(sub[3]) || isMasked(sub[3]) {
+		return wordSpace().ReplaceAllStringFunc(s, func(m string) string {
+			sub := wordSpace().FindStringSubmatch(m)
+			if plainWord().MatchString(sub[3]) || isMasked(sub[3]) {
 				return m
 			}
 			return sub[1] + sub[2] + Mask
 		})
 	})
 	k.step(strings.Contains(k.s, "=") && k.any("secret"), func(s string) string {
-		return secretEq.ReplaceAllStringFunc(s, func(m string) string {
-			sub := secretEq.FindStringSubmatch(m)
+		return secretEq().ReplaceAllStringFunc(s, func(m string) string {
+			sub := secretEq().FindStringSubmatch(m)
 			if isMasked(sub[2]) {
 				return m
 			}
@@ -210,8 +212,9 @@ func (k *keyer) step(need bool, f func(string) string) {
 }
 
 // pairs masks the values of re's key-value pairs, unless a pair reads as prose.
-func (k *keyer) pairs(need bool, re *regexp.Regexp) {
+func (k *keyer) pairs(need bool, expr func() *regexp.Regexp) {
 	k.step(need, func(s string) string {
+		re := expr()
 		return re.ReplaceAllStringFunc(s, func(m string) string {
 			sub := re.FindStringSubmatch(m)
 			if isMasked(sub[2]) || prose(sub[1], sub[2]) {
@@ -227,7 +230,7 @@ func (k *keyer) pairs(need bool, re *regexp.Regexp) {
 // A lowercase word after a password's key is the password, unless it is a word of a message
 // about one ("password: required").
 func prose(key, value string) bool {
-	if !strings.Contains(key, ":") || !plainWord.MatchString(value) {
+	if !strings.Contains(key, ":") || !plainWord().MatchString(value) {
 		return false
 	}
 	return !passwordKey(key) || messageWords[strings.ToLower(value)]
@@ -266,12 +269,12 @@ func Lines(lines []string) []string {
 	inPEM, keyAbove := false, false
 	for i, l := range lines {
 		below := keyAbove
-		keyAbove = !inPEM && maySecret(l) && trailingKey.MatchString(l)
+		keyAbove = !inPEM && maySecret(l) && trailingKey().MatchString(l)
 		if below && !inPEM {
 			l = nextLineValue(l)
 		}
 		if inPEM {
-			if loc := pemEnd.FindStringIndex(l); loc != nil {
+			if loc := pemEnd().FindStringIndex(l); loc != nil {
 				lines[i] = Mask + Line(l[loc[0]:])
 				inPEM = false
 			} else {
@@ -279,7 +282,7 @@ func Lines(lines []string) []string {
 			}
 			continue
 		}
-		if loc := pemStart.FindStringIndex(l); loc != nil && !pemEnd.MatchString(l[loc[1]:]) {
+		if loc := pemStart().FindStringIndex(l); loc != nil && !pemEnd().MatchString(l[loc[1]:]) {
 			inPEM = true
 		}
 		lines[i] = Line(l)

@@ -3,9 +3,10 @@ package report
 import (
 	"net/url"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // evidenceFile is the bundle file an evidence source names, when it names one.
@@ -18,16 +19,16 @@ type evidenceFile struct {
 // "FILE (N matching lines)" (a log); live scans write "live CONTEXT …", events "event REASON …",
 // and an object without a file its ref "Kind/namespace/name".
 var (
-	sourceSuffix = regexp.MustCompile(`(?: items\[\d+\])?(?: \(\d+ matching lines?\))?$`)
-	sourceLineNo = regexp.MustCompile(`^(.+):(\d+)$`)
-	kindRef      = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*/`)
+	sourceSuffix = lazyre.New(`(?: items\[\d+\])?(?: \(\d+ matching lines?\))?$`)
+	sourceLineNo = lazyre.New(`^(.+):(\d+)$`)
+	kindRef      = lazyre.New(`^[A-Z][A-Za-z0-9]*/`)
 )
 
 // fileOf reports the bundle file an evidence source names.
 func fileOf(source string) (evidenceFile, bool) {
-	s := sourceSuffix.ReplaceAllString(source, "")
+	s := sourceSuffix().ReplaceAllString(source, "")
 	line := 0
-	if m := sourceLineNo.FindStringSubmatch(s); m != nil {
+	if m := sourceLineNo().FindStringSubmatch(s); m != nil {
 		s = m[1]
 		line, _ = strconv.Atoi(m[2])
 	}
@@ -36,7 +37,7 @@ func fileOf(source string) (evidenceFile, bool) {
 		return evidenceFile{}, false
 	case path.IsAbs(s) || strings.HasPrefix(s, "../"):
 		return evidenceFile{}, false
-	case kindRef.MatchString(s) && line == 0 && path.Ext(s) == "":
+	case kindRef().MatchString(s) && line == 0 && path.Ext(s) == "":
 		return evidenceFile{}, false // an object ref, not a file
 	case line == 0 && path.Ext(s) == "" && !strings.Contains(s, "/"):
 		return evidenceFile{}, false // a bare word such as a cluster name or "signature"

@@ -3,13 +3,14 @@ package report
 import (
 	_ "embed"
 	"fmt"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/plural"
 	"html"
 	"html/template"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unstick-dev/unstick/internal/catalog"
@@ -25,9 +26,12 @@ import (
 //go:embed html.tmpl
 var htmlSource string
 
-var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"upper": strings.ToUpper,
-}).Parse(htmlSource))
+// htmlTemplate is parsed on the first HTML report, not by every process at start.
+var htmlTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"upper": strings.ToUpper,
+	}).Parse(htmlSource))
+})
 
 // severities in display order, worst first; "ok" is a cluster with no finding about it.
 var gridOrder = []string{"critical", "error", "warning", "info", "ok"}
@@ -102,7 +106,7 @@ type htmlFinding struct {
 }
 
 func renderHTML(w io.Writer, r *Report, o Options) error {
-	return htmlTemplate.Execute(w, buildPage(r, o))
+	return htmlTemplate().Execute(w, buildPage(r, o))
 }
 
 func buildPage(r *Report, o Options) htmlPage {
@@ -188,12 +192,12 @@ func clusterGrid(r *Report) ([]tileGroup, int) {
 	return groups, len(names)
 }
 
-var trailingIndex = regexp.MustCompile(`[-_.]?[0-9]+$`)
+var trailingIndex = lazyre.New(`[-_.]?[0-9]+$`)
 
 // namePrefix is a cluster name without its trailing number or last dash-separated part
 // ("prod-eu-0042" → "prod-eu", "edge-arm-1" → "edge-arm"), the natural grouping of a fleet.
 func namePrefix(name string) string {
-	if p := trailingIndex.ReplaceAllString(name, ""); p != "" && p != name {
+	if p := trailingIndex().ReplaceAllString(name, ""); p != "" && p != name {
 		return strings.TrimRight(p, "-_.")
 	}
 	if i := strings.LastIndexAny(name, "-_."); i > 0 {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unstick-dev/unstick/internal/finding"
@@ -17,7 +18,10 @@ import (
 //go:embed dashboard.html
 var dashboardHTML string
 
-var dashboardTmpl = template.Must(template.New("dashboard").Parse(dashboardHTML))
+// dashboardTmpl is parsed on the first page served, not by every process at start.
+var dashboardTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("dashboard").Parse(dashboardHTML))
+})
 
 type dashPage struct {
 	Version     string
@@ -70,7 +74,7 @@ func (s *Server) dashboard(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// The page is self-contained: nothing is loaded from anywhere else.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	if err := dashboardTmpl.Execute(w, p); err != nil {
+	if err := dashboardTmpl().Execute(w, p); err != nil {
 		s.o.Log.Error("rendering the dashboard", "err", err)
 	}
 }

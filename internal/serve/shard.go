@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 	"github.com/unstick-dev/unstick/internal/source"
 )
@@ -47,11 +47,11 @@ func NewShard(i, n int) (Shard, error) {
 }
 
 // ordinal is the trailing -<number> a StatefulSet gives its pods' hostnames (unstick-2).
-var ordinal = regexp.MustCompile(`-([0-9]{1,9})$`)
+var ordinal = lazyre.New(`-([0-9]{1,9})$`)
 
 // ShardFromHostname is replica <ordinal> of n for a StatefulSet pod named NAME-<ordinal>.
 func ShardFromHostname(host string, n int) (Shard, error) {
-	m := ordinal.FindStringSubmatch(host)
+	m := ordinal().FindStringSubmatch(host)
 	if m == nil {
 		return Shard{}, fmt.Errorf("hostname %q does not end in -<ordinal> as a StatefulSet pod's does", host)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 
 	"github.com/unstick-dev/unstick/internal/imageref"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
@@ -71,9 +72,9 @@ func (k Kind) String() string {
 // helmReleaseName is Helm's rule for release names (pkg/chartutil validate_name.go): at most
 // 53 characters, so that the names Helm derives from it stay within Kubernetes' limits.
 var (
-	helmReleaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	wordPattern     = regexp.MustCompile(`^[A-Za-z0-9._/:@+=,~][A-Za-z0-9._/:@+=,~-]*$`)
-	integerPattern  = regexp.MustCompile(`^(0|[1-9][0-9]{0,17})$`)
+	helmReleaseName = lazyre.New(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	wordPattern     = lazyre.New(`^[A-Za-z0-9._/:@+=,~][A-Za-z0-9._/:@+=,~-]*$`)
+	integerPattern  = lazyre.New(`^(0|[1-9][0-9]{0,17})$`)
 )
 
 const helmReleaseMaxLen = 53
@@ -112,7 +113,7 @@ func problem(k Kind, v string) string {
 	case Release:
 		return releaseProblem(v)
 	case Integer:
-		return matchProblem(integerPattern, v, "a decimal number")
+		return matchProblem(integerPattern(), v, "a decimal number")
 	case LabelKey:
 		return first(content.IsLabelKey(v))
 	case LabelValue:
@@ -122,7 +123,7 @@ func problem(k Kind, v string) string {
 	case GroupVersion:
 		return groupVersionProblem(v)
 	case Word:
-		return matchProblem(wordPattern, v, "letters, digits and . _ / : @ + = , ~ -, not starting with '-'")
+		return matchProblem(wordPattern(), v, "letters, digits and . _ / : @ + = , ~ -, not starting with '-'")
 	case Text:
 		return textProblem(v)
 	}
@@ -147,7 +148,7 @@ func releaseProblem(v string) string {
 	if len(v) > helmReleaseMaxLen {
 		return fmt.Sprintf("longer than Helm's %d characters", helmReleaseMaxLen)
 	}
-	return matchProblem(helmReleaseName, v, "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
+	return matchProblem(helmReleaseName(), v, "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
 }
 
 func imageProblem(v string) string {

@@ -8,9 +8,9 @@ package shellcmd
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/textsafe"
 )
 
@@ -70,12 +70,12 @@ type Arg struct {
 func Value(k Kind, what, v string) Arg { return Arg{kind: k, what: what, value: v} }
 
 // placeholderName is how a placeholder a person fills in is named: <verified-image>.
-var placeholderName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+var placeholderName = lazyre.New(`^[a-z][a-z0-9-]*$`)
 
 // Placeholder is <name>, printed as it is for the person to fill in (the step says what it
 // stands for).
 func Placeholder(name string) Arg {
-	if !placeholderName.MatchString(name) {
+	if !placeholderName().MatchString(name) {
 		return Arg{err: &Invalid{What: "placeholder", Kind: Word, Value: name, Reason: "want lower-case letters, digits and '-'"}}
 	}
 	return Arg{text: "<" + name + ">"}

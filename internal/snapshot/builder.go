@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/unstick-dev/unstick/internal/finding"
 	"github.com/unstick-dev/unstick/internal/fleetconfig"
 	"github.com/unstick-dev/unstick/internal/helmrelease"
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/manifest"
 	"github.com/unstick-dev/unstick/internal/rancher"
 	"github.com/unstick-dev/unstick/internal/redact"
@@ -737,11 +737,11 @@ func without[T comparable](s []T, x T) []T {
 	return s
 }
 
-var sourceLine = regexp.MustCompile(`^(.*?):(\d+)(?: .*)?$`)
+var sourceLine = lazyre.New(`^(.*?):(\d+)(?: .*)?$`)
 
 // splitSource splits an evidence source "file:line items[3]" into the file and the line.
 func splitSource(src string) (string, int) {
-	if m := sourceLine.FindStringSubmatch(src); m != nil {
+	if m := sourceLine().FindStringSubmatch(src); m != nil {
 		n, _ := strconv.Atoi(m[2])
 		return m[1], n
 	}

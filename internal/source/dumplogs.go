@@ -3,8 +3,9 @@ package source
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // `kubectl cluster-info dump --output-directory DIR` writes each pod's logs to
@@ -13,9 +14,9 @@ import (
 // in its place. The objects beside it are typed Lists (PodList, EventList) that the document
 // reader takes as they are.
 var (
-	dumpLogPath  = regexp.MustCompile(`(?:^|/)logs\.txt$`) // the markers name the pod
-	dumpLogStart = regexp.MustCompile(`^==== START logs for container (\S+) of pod ([^/\s]+)/(\S+) ====$`)
-	dumpLogError = regexp.MustCompile(`^(Request log error|Create log request error): `)
+	dumpLogPath  = lazyre.New(`(?:^|/)logs\.txt$`) // the markers name the pod
+	dumpLogStart = lazyre.New(`^==== START logs for container (\S+) of pod ([^/\s]+)/(\S+) ====$`)
+	dumpLogError = lazyre.New(`^(Request log error|Create log request error): `)
 )
 
 const dumpLogMarker = "==== START logs for container "
@@ -31,7 +32,7 @@ type dumpLog struct {
 
 // isDumpLog reports whether rel and data are a logs.txt written by kubectl cluster-info dump.
 func isDumpLog(rel string, data []byte) bool {
-	return dumpLogPath.MatchString(rel) && bytes.HasPrefix(data, []byte(dumpLogMarker))
+	return dumpLogPath().MatchString(rel) && bytes.HasPrefix(data, []byte(dumpLogMarker))
 }
 
 // splitDumpLog cuts a cluster-info dump's logs.txt into its containers' logs. A block whose
@@ -45,7 +46,7 @@ func splitDumpLog(data []byte) []dumpLog {
 			return
 		}
 		body := strings.TrimRight(string(cur.body), "\n")
-		if !strings.Contains(body, "\n") && dumpLogError.MatchString(body) {
+		if !strings.Contains(body, "\n") && dumpLogError().MatchString(body) {
 			cur.unread, cur.body = body, nil
 		}
 		out = append(out, *cur)
@@ -53,7 +54,7 @@ func splitDumpLog(data []byte) []dumpLog {
 	}
 	for i, ln := range bytes.SplitAfter(data, []byte("\n")) {
 		text := strings.TrimRight(string(ln), "\r\n")
-		if m := dumpLogStart.FindStringSubmatch(text); m != nil {
+		if m := dumpLogStart().FindStringSubmatch(text); m != nil {
 			flush()
 			cur = &dumpLog{container: m[1], namespace: m[2], pod: m[3], line: i + 1}
 			end = fmt.Sprintf("==== END logs for container %s of pod %s/%s ====", m[1], m[2], m[3])
@@ -87,7 +88,7 @@ func blankDumpLogs(data []byte) []byte {
 	for _, ln := range bytes.SplitAfter(data, []byte("\n")) {
 		text := strings.TrimRight(string(ln), "\r\n")
 		if end == "" {
-			if m := dumpLogStart.FindStringSubmatch(text); m != nil {
+			if m := dumpLogStart().FindStringSubmatch(text); m != nil {
 				end = fmt.Sprintf("==== END logs for container %s of pod %s/%s ====", m[1], m[2], m[3])
 			}
 		}

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"path"
-	"regexp"
 
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
 )
 
@@ -13,11 +13,11 @@ import (
 // looks at to a file events_<namespace>: one json.Marshal'ed core/v1 Event a line, lines
 // joined by "\n". The Events come from a typed EventList, whose items carry no apiVersion and
 // no kind, so each line is read as a v1 Event when it has an Event's fields.
-var fleetDumpEventsName = regexp.MustCompile(`^events_[a-z0-9][-a-z0-9]*$`)
+var fleetDumpEventsName = lazyre.New(`^events_[a-z0-9][-a-z0-9]*$`)
 
 // isFleetDumpEvents reports whether rel and its trimmed content t are a fleet dump events file.
 func isFleetDumpEvents(rel string, t []byte) bool {
-	return fleetDumpEventsName.MatchString(path.Base(rel)) && len(t) > 0 && t[0] == '{'
+	return fleetDumpEventsName().MatchString(path.Base(rel)) && len(t) > 0 && t[0] == '{'
 }
 
 // fleetDumpEvents reads a fleet dump events file line by line: a line that is not JSON, or

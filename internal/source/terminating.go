@@ -2,12 +2,13 @@ package source
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // A namespace being deleted is read whatever its name: a tenant namespace stuck Terminating
@@ -28,7 +29,7 @@ const (
 // controller's NamespaceContentRemaining message (kubernetes
 // pkg/controller/namespace/deletion/namespaced_resources_deleter.go: "Some resources are
 // remaining: %s", the resources joined by ", "; the core group is empty: "pods.").
-var remainingRE = regexp.MustCompile(`([a-z0-9-]+)\.([a-z0-9.-]*) has [0-9]+ resource instances`)
+var remainingRE = lazyre.New(`([a-z0-9-]+)\.([a-z0-9.-]*) has [0-9]+ resource instances`)
 
 // RemainingResources are the resources a terminating namespace's NamespaceContentRemaining
 // condition names, at most maxRemainingKinds.
@@ -38,7 +39,7 @@ func RemainingResources(ns *corev1.Namespace) []schema.GroupResource {
 		if c.Type != corev1.NamespaceContentRemaining || c.Status != corev1.ConditionTrue {
 			continue
 		}
-		for _, m := range remainingRE.FindAllStringSubmatch(c.Message, maxRemainingKinds) {
+		for _, m := range remainingRE().FindAllStringSubmatch(c.Message, maxRemainingKinds) {
 			out = append(out, schema.GroupResource{Group: m[2], Resource: m[1]})
 		}
 	}

@@ -2,9 +2,10 @@ package suc
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // DrainFlag is one `kubectl drain` flag SUC may pass, with the kubectl minor versions that
@@ -51,12 +52,12 @@ type KubectlVersion struct {
 
 func (v KubectlVersion) String() string { return fmt.Sprintf("v%d.%d.%d", v.Major, v.Minor, v.Patch) }
 
-var versionTag = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
+var versionTag = lazyre.New(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
 
 // ParseKubectlTag reads "v1.30.3", "1.18.3", "v1.30.3-rancher1" style tags; false for
 // anything else (latest, a digest-only reference, a name without a tag).
 func ParseKubectlTag(tag string) (KubectlVersion, bool) {
-	m := versionTag.FindStringSubmatch(tag)
+	m := versionTag().FindStringSubmatch(tag)
 	if m == nil {
 		return KubectlVersion{}, false
 	}

@@ -10,7 +10,6 @@ package suc
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/rancher/wrangler/v3/pkg/genericcondition"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unstick-dev/unstick/internal/lazyre"
 )
 
 // Group and resource of Plans.
@@ -284,7 +285,7 @@ func (t *DrainTimeout) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration string.
 func (t DrainTimeout) MarshalJSON() ([]byte, error) { return json.Marshal(t.D.String()) }
 
-var kubeVersionRE = regexp.MustCompile(`^v?1\.(\d+)\.\d+(?:[-+][0-9A-Za-z.+-]*)?$`)
+var kubeVersionRE = lazyre.New(`^v?1\.(\d+)\.\d+(?:[-+][0-9A-Za-z.+-]*)?$`)
 
 // minSUCKubeMinor is the oldest Kubernetes minor a system-upgrade-controller runs on (its Plan
 // CRD is apiextensions.k8s.io/v1, served from 1.16): a Plan version v1.4.2 is an OS or tool
@@ -293,7 +294,7 @@ const minSUCKubeMinor = 16
 
 // IsKubernetesVersion reports a Kubernetes version (v1.30.3, v1.30.3+rke2r1, v1.30.3-k3s1).
 func IsKubernetesVersion(v string) bool {
-	m := kubeVersionRE.FindStringSubmatch(v)
+	m := kubeVersionRE().FindStringSubmatch(v)
 	if m == nil {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/unstick-dev/unstick/internal/report"
 	"github.com/unstick-dev/unstick/internal/textsafe"
@@ -16,12 +17,15 @@ import (
 //go:embed trace.tmpl
 var htmlSource string
 
-var htmlTemplate = template.Must(template.New("trace").Funcs(template.FuncMap{
-	"upper": strings.ToUpper,
-	"at":    at,
-	"safe":  textsafe.Line,
-	"badge": badge,
-}).Parse(htmlSource))
+// htmlTemplate is parsed on the first HTML trace, not by every process at start.
+var htmlTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("trace").Funcs(template.FuncMap{
+		"upper": strings.ToUpper,
+		"at":    at,
+		"safe":  textsafe.Line,
+		"badge": badge,
+	}).Parse(htmlSource))
+})
 
 type htmlPage struct {
 	*Trace
@@ -38,7 +42,7 @@ func renderHTML(w io.Writer, tr *Trace, o RenderOptions) error {
 	rows, hidden := listedRows(tr.Clusters)
 	p := htmlPage{Trace: tr, CSS: report.Stylesheet(), Name: nameOr(o.Name), Version: o.Version,
 		Headline: headline(tr), Verdict: tableVerdict(tr), Rows: rows, Hidden: hidden}
-	return htmlTemplate.Execute(w, p)
+	return htmlTemplate().Execute(w, p)
 }
 
 // badge is the report's badge colour for a stage status.

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
@@ -24,10 +23,11 @@ import (
 	"github.com/unstick-dev/unstick/internal/remediate"
 )
 
-// Helm steps write release records with Helm's own storage (helm.sh/helm/v3/pkg/storage and
-// driver.Secrets), through a SecretInterface that adds what Helm's driver does not do: the
-// guard, server-side dry-run, the resourceVersion read when planning as a precondition of
-// every update, and records written without loss (helmrecord.go). Helm's action.Rollback is not used: it needs Helm's kube client, which cannot
+// Helm steps write release records with Helm's own Secrets driver (driver.Secrets, keyed as
+// Helm's pkg/storage keys them: helmstore.go), through a SecretInterface that adds what
+// Helm's driver does not do: the guard, server-side dry-run, the resourceVersion read when
+// planning as a precondition of every update, and records written without loss
+// (helmrecord.go). Helm's action.Rollback is not used: it needs Helm's kube client, which cannot
 // dry-run or hold a write to a resourceVersion. Instead the rollback follows action.Rollback
 // step by step (prepareRollback, performRollback, Run) and re-applies the target revision's
 // manifest objects with server-side apply.
@@ -152,16 +152,16 @@ func (g *guardedSecrets) Delete(context.Context, string, metav1.DeleteOptions) e
 	return errors.New("unstick never deletes a release record through Helm's driver")
 }
 
-// storageFor opens Helm's storage on a namespace's Secrets, writes guarded.
-func (e *Executor) storageFor(cl *cluster, st remediate.Step, dry bool, expect map[string]string) (*storage.Storage, *guardedSecrets) {
+// storageFor opens the release records of a namespace's Secrets, writes guarded.
+func (e *Executor) storageFor(cl *cluster, st remediate.Step, dry bool, expect map[string]string) (releaseStore, *guardedSecrets) {
 	return e.storageIn(cl, st, st.Helm.Namespace, dry, expect)
 }
 
-// storageIn opens Helm's storage on the Secrets of namespace ns, writes guarded.
-func (e *Executor) storageIn(cl *cluster, st remediate.Step, ns string, dry bool, expect map[string]string) (*storage.Storage, *guardedSecrets) {
+// storageIn opens the release records in the Secrets of namespace ns, writes guarded.
+func (e *Executor) storageIn(cl *cluster, st remediate.Step, ns string, dry bool, expect map[string]string) (releaseStore, *guardedSecrets) {
 	gs := &guardedSecrets{SecretInterface: cl.kube.Core.Secrets(ns), cluster: cl.name, namespace: ns, step: st.ID, dry: dry, expect: expect}
 	gs.afterWrite = func(w Write) error { return e.wrote(st, w) }
-	return storage.Init(driver.NewSecrets(gs)), gs
+	return releaseStore{d: driver.NewSecrets(gs)}, gs
 }
 
 func plannedVersions(st remediate.Step) map[string]string {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/remediate"
 	"github.com/unstick-dev/unstick/internal/removedapi"
 )
@@ -36,7 +37,7 @@ func (d docChange) String() string {
 	return fmt.Sprintf("%s %s: %s -> %s", d.Kind, d.Name, d.From, d.To)
 }
 
-var docSeparator = regexp.MustCompile(`^---(\s.*)?$`)
+var docSeparator = lazyre.New(`^---(\s.*)?$`)
 
 // rewriteManifest replaces, document by document, every apiVersion that Kubernetes 1.minor
 // does not serve with its replacement. It returns the new manifest, the documents changed,
@@ -104,7 +105,7 @@ func rewriteManifest(manifest string, minor int) (string, []docChange, []string,
 		return nil
 	}
 	for _, l := range lines {
-		if docSeparator.MatchString(strings.TrimRight(l, "\r\n")) {
+		if docSeparator().MatchString(strings.TrimRight(l, "\r\n")) {
 			if len(doc) > 0 {
 				if err := flush(); err != nil {
 					return "", nil, nil, err
