@@ -152,13 +152,18 @@ func (k *kubeFlags) rancherURLTargets(ctx context.Context) ([]source.Target, err
 
 // budgeted makes every target count against the run's one request budget to Rancher.
 func (k *kubeFlags) budgeted(ts []source.Target) []source.Target {
+	for i := range ts {
+		ts[i].Budget = k.requestBudget()
+	}
+	return ts
+}
+
+// requestBudget is the run's one request budget to Rancher, made on first use.
+func (k *kubeFlags) requestBudget() *source.RequestBudget {
 	if k.budget == nil {
 		k.budget = source.NewRequestBudget(k.rancher.maxInFlight, k.rancher.qps)
 	}
-	for i := range ts {
-		ts[i].Budget = k.budget
-	}
-	return ts
+	return k.budget
 }
 
 // rancherURLConfig is the REST config of Rancher's URL with the token from the environment,
@@ -205,9 +210,12 @@ func (k *kubeFlags) withBase(cfg *rest.Config, base string) *rest.Config {
 }
 
 // discover lists the clusters cfg's credentials may see at Rancher's base URL, within
-// --timeout.
+// --timeout. The list counts against the request budget as every other request does: serve
+// asks for it again while its clusters' lists keep the budget's slots busy.
 func (k *kubeFlags) discover(ctx context.Context, cfg *rest.Config, base string) ([]source.RancherCluster, error) {
 	dctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
-	return source.DiscoverRancherClusters(dctx, k.withBase(cfg, base))
+	c := k.withBase(cfg, base)
+	k.requestBudget().Apply(c)
+	return source.DiscoverRancherClusters(dctx, c)
 }
