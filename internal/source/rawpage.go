@@ -74,13 +74,9 @@ func openObject(dec *jsontext.Decoder) error {
 // memberName reads an object member's name. A name that is escaped, or that equals one of
 // known ignoring case without being it, is not what an API server writes: errOddPage.
 func memberName(dec *jsontext.Decoder, known ...string) (string, error) {
-	v, err := dec.ReadValue()
+	raw, err := unescaped(dec)
 	if err != nil {
 		return "", err
-	}
-	raw := v[1 : len(v)-1]
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		return "", errOddPage
 	}
 	for _, k := range known {
 		if string(raw) == k {
@@ -126,15 +122,22 @@ func plainString(dec *jsontext.Decoder) (string, error) {
 	if dec.PeekKind() != '"' {
 		return "", errOddPage
 	}
+	raw, err := unescaped(dec)
+	return string(raw), err
+}
+
+// unescaped reads a string (or an object member's name) and returns its contents, which
+// hold no escape: errOddPage otherwise. The bytes are the decoder's until its next read.
+func unescaped(dec *jsontext.Decoder) ([]byte, error) {
 	v, err := dec.ReadValue()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	raw := v[1 : len(v)-1]
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		return "", errOddPage
+		return nil, errOddPage
 	}
-	return string(raw), nil
+	return raw, nil
 }
 
 func splitItems(dec *jsontext.Decoder, apiVersion, kind string, dropSchemas bool) ([]rawItem, error) {
@@ -242,19 +245,38 @@ func copyValue(dec *jsontext.Decoder, w *itemWriter, name string) error {
 	return nil
 }
 
+// copyObject copies an object member by member; each handles a member itself (true) or
+// leaves it to be copied as it is. known are the names each looks for (see memberName).
+func copyObject(dec *jsontext.Decoder, known []string, each func(name string, w *itemWriter) (bool, error)) ([]byte, error) {
+	if err := openObject(dec); err != nil {
+		return nil, err
+	}
+	w := &itemWriter{}
+	w.open()
+	for dec.PeekKind() != '}' {
+		name, err := memberName(dec, known...)
+		if err != nil {
+			return nil, err
+		}
+		handled, err := each(name, w)
+		if err == nil && !handled {
+			err = copyValue(dec, w, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	return append(w.buf, '}'), nil
+}
+
 // copyMeta copies an item's metadata without its managedFields, noting its name and
 // namespace.
 func copyMeta(dec *jsontext.Decoder, w *itemWriter, h *snapshot.Header) error {
-	if err := openObject(dec); err != nil {
-		return err
-	}
-	sub := &itemWriter{buf: make([]byte, 0, 512)}
-	sub.open()
-	for dec.PeekKind() != '}' {
-		name, err := memberName(dec, "name", "namespace", "managedFields")
-		if err != nil {
-			return err
-		}
+	meta, err := copyObject(dec, []string{"name", "namespace", "managedFields"}, func(name string, sub *itemWriter) (bool, error) {
+		var err error
 		switch name {
 		case "managedFields":
 			err = dec.SkipValue()
@@ -265,45 +287,28 @@ func copyMeta(dec *jsontext.Decoder, w *itemWriter, h *snapshot.Header) error {
 			h.Metadata.Namespace, err = plainString(dec)
 			sub.member(name, quoted(h.Metadata.Namespace))
 		default:
-			err = copyValue(dec, sub, name)
+			return false, nil
 		}
-		if err != nil {
-			return err
-		}
+		return true, err
+	})
+	if err == nil {
+		w.member("metadata", meta)
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
-	}
-	w.member("metadata", append(sub.buf, '}'))
-	return nil
+	return err
 }
 
 // copySpec copies a CRD's spec, its versions without their schemas.
 func copySpec(dec *jsontext.Decoder, w *itemWriter) error {
-	if err := openObject(dec); err != nil {
-		return err
-	}
-	sub := &itemWriter{}
-	sub.open()
-	for dec.PeekKind() != '}' {
-		name, err := memberName(dec, "versions")
-		if err != nil {
-			return err
+	spec, err := copyObject(dec, []string{"versions"}, func(name string, sub *itemWriter) (bool, error) {
+		if name != "versions" {
+			return false, nil
 		}
-		if name == "versions" {
-			err = copyVersions(dec, sub)
-		} else {
-			err = copyValue(dec, sub, name)
-		}
-		if err != nil {
-			return err
-		}
+		return true, copyVersions(dec, sub)
+	})
+	if err == nil {
+		w.member("spec", spec)
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
-	}
-	w.member("spec", append(sub.buf, '}'))
-	return nil
+	return err
 }
 
 func copyVersions(dec *jsontext.Decoder, w *itemWriter) error {
@@ -315,32 +320,19 @@ func copyVersions(dec *jsontext.Decoder, w *itemWriter) error {
 	}
 	arr := []byte{'['}
 	for i := 0; dec.PeekKind() != ']'; i++ {
-		if err := openObject(dec); err != nil {
-			return err
-		}
-		v := &itemWriter{}
-		v.open()
-		for dec.PeekKind() != '}' {
-			name, err := memberName(dec, "schema")
-			if err != nil {
-				return err
+		v, err := copyObject(dec, []string{"schema"}, func(name string, _ *itemWriter) (bool, error) {
+			if name != "schema" {
+				return false, nil
 			}
-			if name == "schema" {
-				err = dec.SkipValue()
-			} else {
-				err = copyValue(dec, v, name)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if _, err := dec.ReadToken(); err != nil {
+			return true, dec.SkipValue()
+		})
+		if err != nil {
 			return err
 		}
 		if i > 0 {
 			arr = append(arr, ',')
 		}
-		arr = append(append(arr, v.buf...), '}')
+		arr = append(arr, v...)
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return err
