@@ -6,7 +6,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/rancher/wrangler/v3/pkg/genericcondition"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // A fleet's BundleDeployments are most of what an offline scan of a management cluster
@@ -258,10 +257,7 @@ func (r *bdReader) condition(dec *jsontext.Decoder, c *genericcondition.GenericC
 		case 0:
 			return readField(dec, &c.Type, r.strs)
 		case 1:
-			s := string(c.Status)
-			err := readField(dec, &s, r.strs)
-			c.Status = corev1.ConditionStatus(s)
-			return err
+			return readField(dec, &c.Status, r.strs)
 		case 2:
 			return readField(dec, &c.LastUpdateTime, r.strs)
 		case 3:

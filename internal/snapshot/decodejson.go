@@ -8,7 +8,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Lists are decoded with the JSON v2 implementation configured with every v1 semantic
@@ -22,6 +21,8 @@ import (
 // are kept once. Not safe for concurrent use; the zero value is ready.
 type Strings struct {
 	m map[string]string
+	// opts are the decode options reading through this table (decodeOptions), built once.
+	opts jsonv2.Options
 }
 
 const (
@@ -55,6 +56,13 @@ func decodeOptions(strs *Strings) jsonv2.Options {
 	if strs == nil {
 		return jsonv1.DefaultOptionsV1()
 	}
+	if strs.opts == nil {
+		strs.opts = tableOptions(strs)
+	}
+	return strs.opts
+}
+
+func tableOptions(strs *Strings) jsonv2.Options {
 	return jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error { return readString(dec, s, strs) }),
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, l *Labels) error { return readLabels(dec, l, strs) }),
@@ -64,7 +72,7 @@ func decodeOptions(strs *Strings) jsonv2.Options {
 
 // readString decodes a plain JSON string (no escapes, valid UTF-8) through the table; any
 // other value is decoded the default way.
-func readString(dec *jsontext.Decoder, s *string, strs *Strings) error {
+func readString[S ~string](dec *jsontext.Decoder, s *S, strs *Strings) error {
 	if dec.PeekKind() != '"' {
 		return jsonv2.SkipFunc // null, or the wrong type: v1's rules apply
 	}
@@ -74,18 +82,35 @@ func readString(dec *jsontext.Decoder, s *string, strs *Strings) error {
 	}
 	raw := v[1 : len(v)-1]
 	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-		return jsonv2.Unmarshal(v, s, jsonv1.DefaultOptionsV1())
+		return unmarshalString(v, s)
 	}
-	*s = strs.get(raw)
+	*s = S(strs.get(raw))
 	return nil
 }
 
+// unmarshalString decodes v into *s under v1's rules. The copy keeps s from escaping, so
+// that a caller's local string is not moved to the heap for the rare escaped string.
+func unmarshalString[S ~string](v jsontext.Value, s *S) error {
+	t := *s
+	err := jsonv2.Unmarshal(v, &t, jsonv1.DefaultOptionsV1())
+	*s = t
+	return err
+}
+
 // readField decodes one string field, through the table when strs is not nil.
-func readField(dec *jsontext.Decoder, s *string, strs *Strings) error {
+func readField[S ~string](dec *jsontext.Decoder, s *S, strs *Strings) error {
 	err := readString(dec, s, strs)
 	if err == jsonv2.SkipFunc {
-		return jsonv2.UnmarshalDecode(dec, s, jsonv1.DefaultOptionsV1())
+		return decodeString(dec, s)
 	}
+	return err
+}
+
+// decodeString decodes the next value of dec into *s under v1's rules (see unmarshalString).
+func decodeString[S ~string](dec *jsontext.Decoder, s *S) error {
+	t := *s
+	err := jsonv2.UnmarshalDecode(dec, &t, jsonv1.DefaultOptionsV1())
+	*s = t
 	return err
 }
 
@@ -138,10 +163,7 @@ func readMetaField(dec *jsontext.Decoder, m *Meta, field int, strs *Strings) err
 	case 1:
 		return readField(dec, &m.Namespace, strs)
 	case 2:
-		uid := string(m.UID)
-		err := readField(dec, &uid, nil)
-		m.UID = types.UID(uid)
-		return err
+		return readField(dec, &m.UID, nil)
 	case 3:
 		return readField(dec, &m.ResourceVersion, nil)
 	case 4:
