@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
 	"unicode/utf8"
 
@@ -21,6 +22,10 @@ import (
 // are kept once. Not safe for concurrent use; the zero value is ready.
 type Strings struct {
 	m map[string]string
+	// recent holds the last string seen of each quickHash: the few strings most objects
+	// repeat (condition types, states, timestamps) are found there without hashing them
+	// whole or reaching into the map, which outgrows the processor's caches.
+	recent *[recentSize]string
 	// opts are the decode options reading through this table (decodeOptions), built once.
 	opts jsonv2.Options
 }
@@ -37,17 +42,45 @@ func (s *Strings) get(raw []byte) string {
 	if s == nil || len(raw) > maxInterned {
 		return string(raw)
 	}
-	if v, ok := s.m[string(raw)]; ok {
-		return v
+	if s.recent == nil {
+		s.recent = new([recentSize]string)
 	}
-	v := string(raw)
-	if s.m == nil {
-		s.m = make(map[string]string, 1<<14)
+	slot := &s.recent[quickHash(raw)]
+	if *slot == string(raw) && len(raw) > 0 {
+		return *slot
 	}
-	if len(s.m) < maxStrings {
-		s.m[v] = v
+	v, ok := s.m[string(raw)]
+	if !ok {
+		v = string(raw)
+		if s.m == nil {
+			s.m = make(map[string]string, 1<<14)
+		}
+		if len(s.m) < maxStrings {
+			s.m[v] = v
+		}
 	}
+	*slot = v
 	return v
+}
+
+// recentSize is the number of slots of Strings.recent: a power of two.
+const recentSize = 1 << recentBits
+
+const recentBits = 10
+
+// quickHash is a slot of Strings.recent for b, from its length and three words of it (its
+// start, middle and end): cheap, and enough to tell apart the strings Fleet repeats.
+func quickHash(b []byte) uint64 {
+	n := len(b)
+	x := uint64(n)
+	if n >= 8 {
+		x ^= binary.LittleEndian.Uint64(b) ^ binary.LittleEndian.Uint64(b[n/2-4:])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(b[n-8:])*0xc2b2ae3d27d4eb4f
+	} else {
+		for _, c := range b {
+			x = x<<8 | uint64(c)
+		}
+	}
+	return (x * 0x9e3779b97f4a7c15) >> (64 - recentBits)
 }
 
 // decodeOptions are the options of one List's decode: v1 semantics, and, with a table,

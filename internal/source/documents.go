@@ -94,10 +94,7 @@ func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *find
 		l.giveStrings(strs)
 		line := lineAt(data, int64(leadingSpace(data)))
 		if ok && (len(objs) > 0 || more) && l.admitAll(f, len(objs), len(data)) {
-			src := fmt.Sprintf("%s:%d", rel, line)
-			for i, o := range objs {
-				l.b.Add(cluster, src+" items["+strconv.Itoa(i)+"]", o)
-			}
+			l.b.AddItems(cluster, rel+":"+strconv.Itoa(line), objs)
 			f.objects += len(objs)
 			if more {
 				l.stop(f, rel, line, fmt.Sprintf("items[%d]", len(objs)), why, whole)

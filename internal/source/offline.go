@@ -75,6 +75,8 @@ type entry struct {
 	skip string
 	// member is the entry's position in its archive (1-based; 0 outside archives).
 	member int
+	// size is a directory's file's size as listed (archive members hold their data).
+	size int64
 }
 
 func failed(rel, msg string) entry {
@@ -233,7 +235,7 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		}
 		size := info.Size()
 		full := p
-		out = append(out, entry{rel: rel, open: func() ([]byte, error) {
+		out = append(out, entry{rel: rel, size: size, open: func() ([]byte, error) {
 			if size > lim.MaxFileBytes {
 				return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
 			}
@@ -376,7 +378,7 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		}()
 	}
 	var err error
-	for i := range es {
+	for _, i := range readOrder(es) {
 		if err = ctx.Err(); err != nil {
 			break
 		}
@@ -397,6 +399,27 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 	s := l.b.Build()
 	unknownContext(s, l.nameRoot(s), single)
 	return s, nil
+}
+
+// bigFile is the size from which a file is read before the others.
+const bigFile = 1 << 20
+
+// readOrder is the order the workers take the entries in: the big files first, largest
+// first, then the rest in path order. A management cluster's bundle holds a few big Lists
+// (its Fleet Clusters, ClusterRegistrations) that sort after thousands of small ones: read
+// last, one worker would decode them alone while the others wait. The snapshot does not
+// depend on the order (the builder sorts what it holds).
+func readOrder(es []entry) []int {
+	var big, rest []int
+	for i, e := range es {
+		if e.size >= bigFile || int64(len(e.data)) >= bigFile {
+			big = append(big, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	sort.SliceStable(big, func(a, b int) bool { return es[big[a]].size+int64(len(es[big[a]].data)) > es[big[b]].size+int64(len(es[big[b]].data)) })
+	return append(big, rest...)
 }
 
 // unknownContext marks unknown the context of the cluster whose files sit at the bundle's
