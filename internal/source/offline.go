@@ -75,8 +75,10 @@ type entry struct {
 	skip string
 	// member is the entry's position in its archive (1-based; 0 outside archives).
 	member int
-	// size is a directory's file's size as listed (archive members hold their data).
+	// size is a directory's file's size as listed (archive members hold their data), and
+	// path where it is.
 	size int64
+	path string
 }
 
 func failed(rel, msg string) entry {
@@ -235,9 +237,9 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		}
 		size := info.Size()
 		full := p
-		out = append(out, entry{rel: rel, size: size, open: func() ([]byte, error) {
+		out = append(out, entry{rel: rel, size: size, path: full, open: func() ([]byte, error) {
 			if size > lim.MaxFileBytes {
-				return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
+				return nil, fileTooBig(size, lim)
 			}
 			return os.ReadFile(full)
 		}})
@@ -361,8 +363,9 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte // the worker's read buffer (see readFile)
 			for i := range jobs {
-				l.file(es[i], single)
+				l.file(es[i], single, &buf)
 				// An archive member's bytes are let go once read.
 				if n := int64(len(es[i].data)); n > 0 {
 					es[i].data = nil
@@ -590,7 +593,9 @@ func clusterOf(rel, single string) (cluster, rest string) {
 	return rootCluster, rel
 }
 
-func (l *loader) file(e entry, single string) {
+// file reads one entry. A directory's file is read into *buf, which is set to nil when
+// what was read may be kept (only the typed List decode is known to copy all it keeps).
+func (l *loader) file(e entry, single string, buf *[]byte) {
 	if e.skip != "" {
 		l.b.Skip(e.rel, e.skip)
 		return
@@ -603,13 +608,14 @@ func (l *loader) file(e entry, single string) {
 	if e.outside {
 		cluster, rest = rootCluster, ""
 	}
-	data, err := e.read()
+	data, err := l.read(e, buf)
 	if err != nil {
 		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: e.rel, Message: err.Error()})
 		return
 	}
 	data = utf8Text(data)
 	if m := logPath.FindStringSubmatch(rest); m != nil || isDumpLog(rest, data) {
+		*buf = nil
 		// Splitting a log into lines holds about twice its size for a moment.
 		cost := 2 * int64(len(data))
 		if !l.mem.reserve(cost) {
@@ -634,7 +640,56 @@ func (l *loader) file(e entry, single string) {
 		l.b.Skip(e.rel, "binary data, not a Kubernetes object")
 		return
 	}
-	l.objects(cluster, e.rel, data)
+	if !l.objects(cluster, e.rel, data) || cap(*buf) > maxKeptBuffer {
+		*buf = nil
+	}
+}
+
+// maxKeptBuffer is the largest read buffer a worker keeps for the next file.
+const maxKeptBuffer = 16 << 20
+
+// read reads an entry: a directory's file into *buf (readFile), anything else as it comes.
+func (l *loader) read(e entry, buf *[]byte) ([]byte, error) {
+	if e.path == "" {
+		return e.read()
+	}
+	if e.size > l.lim.MaxFileBytes {
+		return nil, fileTooBig(e.size, l.lim)
+	}
+	return readFile(e.path, e.size, buf)
+}
+
+func fileTooBig(size int64, lim Limits) error {
+	return fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
+}
+
+// readFile reads the file at path, of about size bytes, into *buf's memory (grown as
+// needed), as os.ReadFile reads it: the thousands of small files of a fleet's bundle are
+// read without allocating and zeroing a buffer for each.
+func readFile(path string, size int64, buf *[]byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := (*buf)[:0]
+	if want := int(size) + 512; cap(b) < want {
+		b = make([]byte, 0, want)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			*buf = b
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
 }
 
 // dumpLogs reads the containers' logs of a cluster-info dump's logs.txt, and says which ones
