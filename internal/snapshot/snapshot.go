@@ -4,8 +4,8 @@
 package snapshot
 
 import (
-	"strconv"
 	"sort"
+	"strconv"
 	"time"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"

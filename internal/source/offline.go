@@ -421,7 +421,9 @@ func readOrder(es []entry) []int {
 			rest = append(rest, i)
 		}
 	}
-	sort.SliceStable(big, func(a, b int) bool { return es[big[a]].size+int64(len(es[big[a]].data)) > es[big[b]].size+int64(len(es[big[b]].data)) })
+	sort.SliceStable(big, func(a, b int) bool {
+		return es[big[a]].size+int64(len(es[big[a]].data)) > es[big[b]].size+int64(len(es[big[b]].data))
+	})
 	return append(big, rest...)
 }
 

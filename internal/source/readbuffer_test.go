@@ -21,7 +21,7 @@ func TestDirectoryReadsAsItsArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	extra := map[string]string{
-		"clusters/local/cattle-fleet-system/pods.yaml": goodPod,
+		"clusters/local/cattle-fleet-system/pods.yaml":                          goodPod,
 		"clusters/local/logs/cattle-fleet-system/fleet-agent-0/fleet-agent.log": "time=\"2026-11-28T09:00:00Z\" level=error msg=\"error syncing 'c-m-1': cannot patch\"\n",
 	}
 	for name, body := range extra {
