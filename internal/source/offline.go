@@ -315,6 +315,15 @@ func (l *loader) giveStrings(s *snapshot.Strings) {
 
 const rootCluster = "\x00root"
 
+// logPathMatch is logPath's submatches of rel, without running it on the names that
+// cannot match (most of a bundle's).
+func logPathMatch(rel string) []string {
+	if !strings.HasSuffix(rel, ".log") {
+		return nil
+	}
+	return logPath.FindStringSubmatch(rel)
+}
+
 var logPath = regexp.MustCompile(`(?:^|/)logs/([^/]+)/([^/]+)/([^/]+?)(\.previous)?\.log$`)
 
 func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*snapshot.Snapshot, error) {
@@ -616,7 +625,7 @@ func (l *loader) file(e entry, single string, buf *[]byte) {
 		return
 	}
 	data = utf8Text(data)
-	if m := logPath.FindStringSubmatch(rest); m != nil || isDumpLog(rest, data) {
+	if m := logPathMatch(rest); m != nil || isDumpLog(rest, data) {
 		*buf = nil
 		// Splitting a log into lines holds about twice its size for a moment.
 		cost := 2 * int64(len(data))
