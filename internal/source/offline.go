@@ -198,7 +198,7 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		root = r
 	}
 	var out []entry
-	var total int64
+	var files []int // the regular files of out, in the walk's order
 	seen := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		// Every entry counts toward the file limit, whatever its type.
@@ -225,28 +225,57 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		if !d.Type().IsRegular() {
 			return nil // directories, devices, sockets
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
 		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		total += info.Size()
+		files = append(files, len(out))
+		out = append(out, entry{rel: filepath.ToSlash(rel), path: p})
+		return nil
+	})
+	// The files' sizes are asked for after the walk, on all processors; a file that cannot
+	// be asked, or the first that takes the bundle over its size, stops it, as when
+	// the walk was still on it.
+	if serr := sizeFiles(out, files, lim, root); serr != nil {
+		err = serr
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, err
+}
+
+// sizeFiles sets the size of each of the entries at files, and their reader.
+func sizeFiles(out []entry, files []int, lim Limits, root string) error {
+	errs := make([]error, len(files))
+	workers := min(runtime.GOMAXPROCS(0), len(files))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for k := w; k < len(files); k += workers {
+				info, err := os.Lstat(out[files[k]].path)
+				if err != nil {
+					errs[k] = err
+					continue
+				}
+				out[files[k]].size = info.Size()
+			}
+		})
+	}
+	wg.Wait()
+	var total int64
+	for k, i := range files {
+		if errs[k] != nil {
+			return errs[k]
+		}
+		total += out[i].size
 		if total > lim.MaxTotalBytes {
 			return fmt.Errorf("bundle %s is larger than %d MiB", root, lim.MaxTotalBytes>>20)
 		}
-		size := info.Size()
-		full := p
-		out = append(out, entry{rel: rel, size: size, path: full, open: func() ([]byte, error) {
+		size, full := out[i].size, out[i].path
+		out[i].open = func() ([]byte, error) {
 			if size > lim.MaxFileBytes {
 				return nil, fileTooBig(size, lim)
 			}
 			return os.ReadFile(full)
-		}})
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-	return out, err
+		}
+	}
+	return nil
 }
 
 // stripCommonRoot removes one top directory shared by every entry, as `tar czf x.tgz dir/`
