@@ -41,12 +41,12 @@ type bdReader struct {
 
 // The JSON names of the fields of each struct read, in the order the readers number them.
 var (
-	bdFields        = []string{"apiVersion", "kind", "metadata", "spec", "status"}
-	bdSpecFields    = []string{"deploymentID", "stagedDeploymentID", "paused", "offSchedule", "ociContents", "helmChartOptions", "options"}
-	bdOptionsFields = []string{"helm", "namespace", "defaultNamespace"}
-	bdHelmFields    = []string{"releaseName"}
-	bdStatusFields  = []string{"conditions", "appliedDeploymentID", "ready", "nonModified", "nonReadyStatus", "modifiedStatus"}
-	conditionFields = []string{"type", "status", "lastUpdateTime", "lastTransitionTime", "reason", "message"}
+	bdFields        = [...]string{"apiVersion", "kind", "metadata", "spec", "status"}
+	bdSpecFields    = [...]string{"deploymentID", "stagedDeploymentID", "paused", "offSchedule", "ociContents", "helmChartOptions", "options"}
+	bdOptionsFields = [...]string{"helm", "namespace", "defaultNamespace"}
+	bdHelmFields    = [...]string{"releaseName"}
+	bdStatusFields  = [...]string{"conditions", "appliedDeploymentID", "ready", "nonModified", "nonReadyStatus", "modifiedStatus"}
+	conditionFields = [...]string{"type", "status", "lastUpdateTime", "lastTransitionTime", "reason", "message"}
 )
 
 // object reads a JSON object into v, calling field for each member named in names (by its
@@ -140,7 +140,7 @@ func lower(c byte) byte {
 
 // item reads one BundleDeployment.
 func (r *bdReader) item(dec *jsontext.Decoder, _ jsonv2.Options, bd *BundleDeployment) error {
-	return r.object(dec, bd, bdFields, func(dec *jsontext.Decoder, i int) error {
+	return r.object(dec, bd, bdFields[:], func(dec *jsontext.Decoder, i int) error {
 		switch i {
 		case 0:
 			return r.known(dec, &bd.APIVersion, r.apiVersion)
@@ -175,7 +175,7 @@ func (r *bdReader) known(dec *jsontext.Decoder, s *string, want string) error {
 }
 
 func (r *bdReader) spec(dec *jsontext.Decoder, s *BundleDeploymentSpec) error {
-	return r.object(dec, s, bdSpecFields, func(dec *jsontext.Decoder, i int) error {
+	return r.object(dec, s, bdSpecFields[:], func(dec *jsontext.Decoder, i int) error {
 		switch i {
 		case 0:
 			return readField(dec, &s.DeploymentID, r.strs)
@@ -195,14 +195,14 @@ func (r *bdReader) spec(dec *jsontext.Decoder, s *BundleDeploymentSpec) error {
 }
 
 func (r *bdReader) options(dec *jsontext.Decoder, o *BundleDeploymentOptions) error {
-	return r.object(dec, o, bdOptionsFields, func(dec *jsontext.Decoder, i int) error {
+	return r.object(dec, o, bdOptionsFields[:], func(dec *jsontext.Decoder, i int) error {
 		switch i {
 		case 0:
 			if dec.PeekKind() != '{' {
 				return jsonv2.UnmarshalDecode(dec, &o.Helm, r.opts)
 			}
 			o.Helm = new(HelmOptions)
-			return r.object(dec, o.Helm, bdHelmFields, func(dec *jsontext.Decoder, _ int) error {
+			return r.object(dec, o.Helm, bdHelmFields[:], func(dec *jsontext.Decoder, _ int) error {
 				return readField(dec, &o.Helm.ReleaseName, r.strs)
 			})
 		case 1:
@@ -213,7 +213,7 @@ func (r *bdReader) options(dec *jsontext.Decoder, o *BundleDeploymentOptions) er
 }
 
 func (r *bdReader) status(dec *jsontext.Decoder, s *BundleDeploymentStatus) error {
-	return r.object(dec, s, bdStatusFields, func(dec *jsontext.Decoder, i int) error {
+	return r.object(dec, s, bdStatusFields[:], func(dec *jsontext.Decoder, i int) error {
 		switch i {
 		case 0:
 			return r.conditions(dec, &s.Conditions)
@@ -252,7 +252,7 @@ func (r *bdReader) conditions(dec *jsontext.Decoder, cs *[]genericcondition.Gene
 }
 
 func (r *bdReader) condition(dec *jsontext.Decoder, c *genericcondition.GenericCondition) error {
-	return r.object(dec, c, conditionFields, func(dec *jsontext.Decoder, i int) error {
+	return r.object(dec, c, conditionFields[:], func(dec *jsontext.Decoder, i int) error {
 		switch i {
 		case 0:
 			return readField(dec, &c.Type, r.strs)
