@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 const bdAPIVersion, bdKind = "fleet.cattle.io/v1alpha1", "BundleDeployment"
@@ -175,4 +176,28 @@ func FuzzBundleDeploymentList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sameAsReflection(t, data)
 	})
+}
+
+// The string table's recent slots are found by a hash of a few words of a string: two
+// strings that differ only between those words share a slot and are still told apart, and
+// a repeated string is shared.
+func TestStringsTellApartWhatTheyHashAlike(t *testing.T) {
+	a := []byte("cluster-fleet-default-c-m-1aaaa0000000000000001")
+	b := []byte("cluster-fleet-default-c-m-1aaaa0000000000000001")
+	b[9] = 'X' // outside the start, middle and end words
+	if quickHash(a) != quickHash(b) {
+		t.Fatalf("the test needs two strings of one slot")
+	}
+	var strs Strings
+	for range 3 {
+		if got := strs.get(a); got != string(a) {
+			t.Fatalf("get(%q) = %q", a, got)
+		}
+		if got := strs.get(b); got != string(b) {
+			t.Fatalf("get(%q) = %q", b, got)
+		}
+	}
+	if x, y := strs.get(a), strs.get(append([]byte(nil), a...)); unsafe.StringData(x) != unsafe.StringData(y) {
+		t.Errorf("a repeated string is held twice")
+	}
 }
