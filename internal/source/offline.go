@@ -67,22 +67,23 @@ type Offline struct {
 type entry struct {
 	rel  string // slash-separated path relative to the bundle root
 	data []byte
-	open func() ([]byte, error)
+	// open reads the entry: into *buf's memory when buf is not nil and the entry is a
+	// directory's file (see readFile), else into memory of its own.
+	open func(buf *[]byte) ([]byte, error)
+	// skip, when set, says why the entry is skipped without being read (a link).
+	skip string
+	// size is a directory's file's size as listed (archive members hold their data).
+	size int64
+	// member is the entry's position in its archive (1-based; 0 outside archives). An
+	// int32 beside outside keeps an entry at 80 bytes: a hostile archive lists a million.
+	member int32
 	// outside marks an entry that is not part of the bundle's tree (an archive member whose
 	// path escapes it, or the archive itself when it is cut short): reported, never read.
 	outside bool
-	// skip, when set, says why the entry is skipped without being read (a link).
-	skip string
-	// member is the entry's position in its archive (1-based; 0 outside archives).
-	member int
-	// size is a directory's file's size as listed (archive members hold their data), and
-	// path where it is.
-	size int64
-	path string
 }
 
 func failed(rel, msg string) entry {
-	return entry{rel: rel, outside: true, open: func() ([]byte, error) { return nil, errors.New(msg) }}
+	return entry{rel: rel, outside: true, open: func(*[]byte) ([]byte, error) { return nil, errors.New(msg) }}
 }
 
 // Load reads the whole bundle into a snapshot. Problems with single files are recorded in
@@ -173,7 +174,7 @@ func bundleEntries(path string, lim Limits, mem *budget) ([]entry, error) {
 // singleFile is a bundle of one YAML or JSON file (what `kubectl get -o yaml > x.yaml` writes).
 func singleFile(path string, fi os.FileInfo, lim Limits) []entry {
 	size := fi.Size()
-	return []entry{{rel: filepath.Base(path), open: func() ([]byte, error) {
+	return []entry{{rel: filepath.Base(path), open: func(*[]byte) ([]byte, error) {
 		if size > lim.MaxFileBytes {
 			return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
 		}
@@ -198,7 +199,8 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		root = r
 	}
 	var out []entry
-	var files []int // the regular files of out, in the walk's order
+	var files []int    // the regular files of out, in the walk's order
+	var paths []string // where each is
 	seen := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		// Every entry counts toward the file limit, whatever its type.
@@ -226,14 +228,14 @@ func listDir(root string, lim Limits) ([]entry, error) {
 			return nil // directories, devices, sockets
 		}
 		rel, _ := filepath.Rel(root, p)
-		files = append(files, len(out))
-		out = append(out, entry{rel: filepath.ToSlash(rel), path: p})
+		files, paths = append(files, len(out)), append(paths, p)
+		out = append(out, entry{rel: filepath.ToSlash(rel)})
 		return nil
 	})
 	// The files' sizes are asked for after the walk, on all processors; a file that cannot
 	// be asked, or the first that takes the bundle over its size, stops it, as when
 	// the walk was still on it.
-	if serr := sizeFiles(out, files, lim, root); serr != nil {
+	if serr := sizeFiles(out, files, paths, lim, root); serr != nil {
 		err = serr
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
@@ -241,14 +243,14 @@ func listDir(root string, lim Limits) ([]entry, error) {
 }
 
 // sizeFiles sets the size of each of the entries at files, and their reader.
-func sizeFiles(out []entry, files []int, lim Limits, root string) error {
+func sizeFiles(out []entry, files []int, paths []string, lim Limits, root string) error {
 	errs := make([]error, len(files))
 	workers := min(runtime.GOMAXPROCS(0), len(files))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for k := w; k < len(files); k += workers {
-				info, err := os.Lstat(out[files[k]].path)
+				info, err := os.Lstat(paths[k])
 				if err != nil {
 					errs[k] = err
 					continue
@@ -267,12 +269,15 @@ func sizeFiles(out []entry, files []int, lim Limits, root string) error {
 		if total > lim.MaxTotalBytes {
 			return fmt.Errorf("bundle %s is larger than %d MiB", root, lim.MaxTotalBytes>>20)
 		}
-		size, full := out[i].size, out[i].path
-		out[i].open = func() ([]byte, error) {
+		size, full := out[i].size, paths[k]
+		out[i].open = func(buf *[]byte) ([]byte, error) {
 			if size > lim.MaxFileBytes {
 				return nil, fileTooBig(size, lim)
 			}
-			return os.ReadFile(full)
+			if buf == nil {
+				return os.ReadFile(full)
+			}
+			return readFile(full, size, buf)
 		}
 	}
 	return nil
@@ -418,13 +423,7 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 			}
 		}()
 	}
-	var err error
-	for _, i := range readOrder(es) {
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		jobs <- i
-	}
+	err := readInOrder(ctx, es, jobs)
 	close(jobs)
 	wg.Wait()
 	if err != nil {
@@ -445,25 +444,42 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 // bigFile is the size from which a file is read before the others.
 const bigFile = 1 << 20
 
-// readOrder is the order the workers take the entries in: the big files first, largest
-// first, then the rest in path order. A management cluster's bundle holds a few big Lists
-// (its Fleet Clusters, ClusterRegistrations) that sort after thousands of small ones: read
-// last, one worker would decode them alone while the others wait. The snapshot does not
-// depend on the order (the builder sorts what it holds).
-func readOrder(es []entry) []int {
-	var big, rest []int
-	for i, e := range es {
-		if e.size >= bigFile || int64(len(e.data)) >= bigFile {
+// readInOrder hands the entries to the workers: the big files first, largest first, then
+// the rest in path order. A management cluster's bundle holds a few big Lists (its Fleet
+// Clusters, ClusterRegistrations) that sort after thousands of small ones: read last, one
+// worker would decode them alone while the others wait. The snapshot does not depend on the
+// order (the builder sorts what it holds). Nothing is allocated per entry: a hostile bundle
+// may list a million.
+func readInOrder(ctx context.Context, es []entry, jobs chan<- int) error {
+	var big []int
+	isBig := map[int]bool{} // decided before any is handed out: workers let an entry's data go
+	for i := range es {
+		if es[i].weight() >= bigFile {
 			big = append(big, i)
-		} else {
-			rest = append(rest, i)
+			isBig[i] = true
 		}
 	}
-	sort.SliceStable(big, func(a, b int) bool {
-		return es[big[a]].size+int64(len(es[big[a]].data)) > es[big[b]].size+int64(len(es[big[b]].data))
-	})
-	return append(big, rest...)
+	sort.SliceStable(big, func(a, b int) bool { return es[big[a]].weight() > es[big[b]].weight() })
+	for _, i := range big {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		jobs <- i
+	}
+	for i := range es {
+		if isBig[i] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		jobs <- i
+	}
+	return nil
 }
+
+// weight is an entry's size: a directory's file's as listed, an archive member's data.
+func (e *entry) weight() int64 { return e.size + int64(len(e.data)) }
 
 // unknownContext marks unknown the context of the cluster whose files sit at the bundle's
 // root (named root by nameRoot, or single by the bundle's metadata) when the bundle
@@ -614,7 +630,7 @@ func (l *loader) nameRoot(s *snapshot.Snapshot) string {
 
 func (e entry) read() ([]byte, error) {
 	if e.open != nil {
-		return e.open()
+		return e.open(nil)
 	}
 	return e.data, nil
 }
@@ -690,13 +706,10 @@ const maxKeptBuffer = 16 << 20
 
 // read reads an entry: a directory's file into *buf (readFile), anything else as it comes.
 func (l *loader) read(e entry, buf *[]byte) ([]byte, error) {
-	if e.path == "" {
-		return e.read()
+	if e.open == nil {
+		return e.data, nil
 	}
-	if e.size > l.lim.MaxFileBytes {
-		return nil, fileTooBig(e.size, l.lim)
-	}
-	return readFile(e.path, e.size, buf)
+	return e.open(buf)
 }
 
 func fileTooBig(size int64, lim Limits) error {
