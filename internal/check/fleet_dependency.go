@@ -47,7 +47,7 @@ var fleetDependencies = Check{
 }
 
 func bdsByNamespace(m *snapshot.Cluster) map[string][]*snapshot.BundleDeployment {
-	out := map[string][]*snapshot.BundleDeployment{}
+	out := make(map[string][]*snapshot.BundleDeployment, len(m.FleetClusters)) // a namespace per cluster
 	for _, bd := range m.BundleDeployments {
 		out[bd.Namespace] = append(out[bd.Namespace], bd)
 	}

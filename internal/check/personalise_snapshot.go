@@ -150,8 +150,12 @@ func indexSnapshot(s *snapshot.Snapshot) *snapIndex {
 	if s == nil {
 		return nil
 	}
-	ix := &snapIndex{snap: s, fleetClusters: map[string]*fleetv1.Cluster{}, fleetOwner: map[string]*snapshot.Cluster{},
-		bundles: map[string]*fleetv1.Bundle{}, fleetVersion: fleetControllerVersion(s), management: s.Management()}
+	nFleet, nBundles := 0, 0
+	for _, c := range s.Clusters {
+		nFleet, nBundles = nFleet+len(c.FleetClusters), nBundles+len(c.Bundles)
+	}
+	ix := &snapIndex{snap: s, fleetClusters: make(map[string]*fleetv1.Cluster, nFleet), fleetOwner: make(map[string]*snapshot.Cluster, nFleet),
+		bundles: make(map[string]*fleetv1.Bundle, nBundles), fleetVersion: fleetControllerVersion(s), management: s.Management()}
 	for _, c := range s.Clusters {
 		for _, b := range c.Bundles {
 			ix.bundles[b.Namespace+"/"+b.Name] = b

@@ -71,7 +71,7 @@ type fleetIndex struct {
 }
 
 func newFleetIndex(m *snapshot.Cluster) fleetIndex {
-	ix := fleetIndex{byNS: map[string]*fleetv1.Cluster{}}
+	ix := fleetIndex{byNS: make(map[string]*fleetv1.Cluster, len(m.FleetClusters))}
 	for _, c := range m.FleetClusters {
 		if c.Status.Namespace != "" {
 			ix.byNS[c.Status.Namespace] = c

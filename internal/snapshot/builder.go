@@ -140,7 +140,7 @@ func (b *Builder) SetCRDObjects(cluster, crd string, n int) {
 func (b *Builder) cluster(name string) *Cluster {
 	c := b.clusters[name]
 	if c == nil {
-		c = &Cluster{Name: name, Logs: map[string]*Log{}, sources: map[string]string{}, objIndex: map[string]*Object{}, contentIx: map[string]bool{}}
+		c = &Cluster{Name: name, Logs: map[string]*Log{}, objIndex: map[string]indexed{}, contentIx: map[string]bool{}}
 		b.clusters[name] = c
 	}
 	return c
@@ -182,7 +182,18 @@ func (b *Builder) AddJSON(cluster, src string, h *Header, raw []byte) error {
 func (b *Builder) Add(cluster, src string, o *Object) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.addLocked(b.cluster(cluster), src, o)
+	b.addLocked(b.cluster(cluster), indexed{o, src, -1})
+}
+
+// AddItems adds the items of the List read at src, in order (each one's source is
+// "src items[i]").
+func (b *Builder) AddItems(cluster, src string, objs []*Object) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.cluster(cluster)
+	for i, o := range objs {
+		b.addLocked(c, indexed{o, src, i})
+	}
 }
 
 // AddLog records a container log tail.
@@ -531,17 +542,18 @@ func coreEvent(ev *eventsv1.Event) *corev1.Event {
 	return out
 }
 
-func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
-	if old := c.objIndex[o.key]; old != nil {
+func (b *Builder) addLocked(c *Cluster, x indexed) {
+	o := x.obj
+	if old, ok := c.objIndex[o.key]; ok {
 		// The same object twice (a dump and a list, say): the copy read from the file that
 		// sorts first wins, whichever was read first, so the same bundle always gives the
 		// same snapshot.
-		if src >= c.sourceOf(o.key) {
+		if x.source() >= old.source() {
 			return
 		}
-		c.remove(old)
-		delete(c.sources, o.key)
+		c.remove(old.obj)
 	}
+	src := x.src // what errors name: the file and line (an item's index is not part of it)
 	switch t := o.obj.(type) {
 	case *corev1.Pod:
 		c.Pods = append(c.Pods, t)
@@ -654,14 +666,7 @@ func (b *Builder) addLocked(c *Cluster, src string, o *Object) {
 	case *Unstructured:
 		c.Other = append(c.Other, t)
 	}
-	c.objIndex[o.key] = o
-	// A live source names every object of a cluster alike: one copy, not one per object.
-	if len(c.objIndex) == 1 {
-		c.source = src
-	}
-	if src != c.source {
-		c.sources[o.key] = src
-	}
+	c.objIndex[o.key] = x
 }
 
 // remove takes a duplicate's first copy out of the typed sets (rare: only duplicates come here).

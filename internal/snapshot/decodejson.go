@@ -2,13 +2,13 @@ package snapshot
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
 	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Lists are decoded with the JSON v2 implementation configured with every v1 semantic
@@ -22,6 +22,12 @@ import (
 // are kept once. Not safe for concurrent use; the zero value is ready.
 type Strings struct {
 	m map[string]string
+	// recent holds the last string seen of each quickHash: the few strings most objects
+	// repeat (condition types, states, timestamps) are found there without hashing them
+	// whole or reaching into the map, which outgrows the processor's caches.
+	recent *[recentSize]string
+	// opts are the decode options reading through this table (decodeOptions), built once.
+	opts jsonv2.Options
 }
 
 const (
@@ -36,17 +42,45 @@ func (s *Strings) get(raw []byte) string {
 	if s == nil || len(raw) > maxInterned {
 		return string(raw)
 	}
-	if v, ok := s.m[string(raw)]; ok {
-		return v
+	if s.recent == nil {
+		s.recent = new([recentSize]string)
 	}
-	v := string(raw)
-	if s.m == nil {
-		s.m = make(map[string]string, 1<<14)
+	slot := &s.recent[quickHash(raw)]
+	if *slot == string(raw) && len(raw) > 0 {
+		return *slot
 	}
-	if len(s.m) < maxStrings {
-		s.m[v] = v
+	v, ok := s.m[string(raw)]
+	if !ok {
+		v = string(raw)
+		if s.m == nil {
+			s.m = make(map[string]string, 1<<14)
+		}
+		if len(s.m) < maxStrings {
+			s.m[v] = v
+		}
 	}
+	*slot = v
 	return v
+}
+
+// recentSize is the number of slots of Strings.recent: a power of two.
+const recentSize = 1 << recentBits
+
+const recentBits = 10
+
+// quickHash is a slot of Strings.recent for b, from its length and three words of it (its
+// start, middle and end): cheap, and enough to tell apart the strings Fleet repeats.
+func quickHash(b []byte) uint64 {
+	n := len(b)
+	x := uint64(n)
+	if n >= 8 {
+		x ^= binary.LittleEndian.Uint64(b) ^ binary.LittleEndian.Uint64(b[n/2-4:])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(b[n-8:])*0xc2b2ae3d27d4eb4f
+	} else {
+		for _, c := range b {
+			x = x<<8 | uint64(c)
+		}
+	}
+	return (x * 0x9e3779b97f4a7c15) >> (64 - recentBits)
 }
 
 // decodeOptions are the options of one List's decode: v1 semantics, and, with a table,
@@ -55,6 +89,13 @@ func decodeOptions(strs *Strings) jsonv2.Options {
 	if strs == nil {
 		return jsonv1.DefaultOptionsV1()
 	}
+	if strs.opts == nil {
+		strs.opts = tableOptions(strs)
+	}
+	return strs.opts
+}
+
+func tableOptions(strs *Strings) jsonv2.Options {
 	return jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error { return readString(dec, s, strs) }),
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, l *Labels) error { return readLabels(dec, l, strs) }),
@@ -64,7 +105,7 @@ func decodeOptions(strs *Strings) jsonv2.Options {
 
 // readString decodes a plain JSON string (no escapes, valid UTF-8) through the table; any
 // other value is decoded the default way.
-func readString(dec *jsontext.Decoder, s *string, strs *Strings) error {
+func readString[S ~string](dec *jsontext.Decoder, s *S, strs *Strings) error {
 	if dec.PeekKind() != '"' {
 		return jsonv2.SkipFunc // null, or the wrong type: v1's rules apply
 	}
@@ -74,18 +115,35 @@ func readString(dec *jsontext.Decoder, s *string, strs *Strings) error {
 	}
 	raw := v[1 : len(v)-1]
 	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-		return jsonv2.Unmarshal(v, s, jsonv1.DefaultOptionsV1())
+		return unmarshalString(v, s)
 	}
-	*s = strs.get(raw)
+	*s = S(strs.get(raw))
 	return nil
 }
 
+// unmarshalString decodes v into *s under v1's rules. The copy keeps s from escaping, so
+// that a caller's local string is not moved to the heap for the rare escaped string.
+func unmarshalString[S ~string](v jsontext.Value, s *S) error {
+	t := *s
+	err := jsonv2.Unmarshal(v, &t, jsonv1.DefaultOptionsV1())
+	*s = t
+	return err
+}
+
 // readField decodes one string field, through the table when strs is not nil.
-func readField(dec *jsontext.Decoder, s *string, strs *Strings) error {
+func readField[S ~string](dec *jsontext.Decoder, s *S, strs *Strings) error {
 	err := readString(dec, s, strs)
 	if err == jsonv2.SkipFunc {
-		return jsonv2.UnmarshalDecode(dec, s, jsonv1.DefaultOptionsV1())
+		return decodeString(dec, s)
 	}
+	return err
+}
+
+// decodeString decodes the next value of dec into *s under v1's rules (see unmarshalString).
+func decodeString[S ~string](dec *jsontext.Decoder, s *S) error {
+	t := *s
+	err := jsonv2.UnmarshalDecode(dec, &t, jsonv1.DefaultOptionsV1())
+	*s = t
 	return err
 }
 
@@ -138,10 +196,7 @@ func readMetaField(dec *jsontext.Decoder, m *Meta, field int, strs *Strings) err
 	case 1:
 		return readField(dec, &m.Namespace, strs)
 	case 2:
-		uid := string(m.UID)
-		err := readField(dec, &uid, nil)
-		m.UID = types.UID(uid)
-		return err
+		return readField(dec, &m.UID, nil)
 	case 3:
 		return readField(dec, &m.ResourceVersion, nil)
 	case 4:

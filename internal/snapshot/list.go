@@ -34,7 +34,7 @@ var listDecoders = map[string]func(apiVersion, kind string, data []byte, page bo
 	"batch/Job":                           decodeList[batchv1.Job],
 	"fleet.cattle.io/Cluster":             decodeList[fleetv1.Cluster],
 	"fleet.cattle.io/Bundle":              decodeList[fleetv1.Bundle],
-	"fleet.cattle.io/BundleDeployment":    decodeList[BundleDeployment],
+	"fleet.cattle.io/BundleDeployment":    decodeBundleDeployments,
 	"fleet.cattle.io/ClusterRegistration": decodeList[fleetv1.ClusterRegistration],
 	"fleet.cattle.io/GitRepo":             decodeList[fleetv1.GitRepo],
 	"fleet.cattle.io/HelmOp":              decodeList[fleetv1.HelmOp],
@@ -102,13 +102,29 @@ type named interface {
 	GetName() string
 }
 
+// decodeList decodes a List's items by reflection, under v1 semantics (decodeOptions).
 func decodeList[T any, P interface {
 	*T
 	listItem
 }](apiVersion, kind string, data []byte, page bool, max int, strs *Strings) ([]*Object, string, bool, bool) {
+	return decodeListWith[T, P](apiVersion, kind, data, page, max, decodeOptions(strs), unmarshalItem[T])
+}
+
+// itemReader decodes one List item, the next value of dec, into it.
+type itemReader[T any] func(dec *jsontext.Decoder, opts jsonv2.Options, it *T) error
+
+// unmarshalItem decodes an item by reflection.
+func unmarshalItem[T any](dec *jsontext.Decoder, opts jsonv2.Options, it *T) error {
+	return jsonv2.UnmarshalDecode(dec, it, opts)
+}
+
+// decodeListWith decodes a List, each item with read.
+func decodeListWith[T any, P interface {
+	*T
+	listItem
+}](apiVersion, kind string, data []byte, page bool, max int, opts jsonv2.Options, read itemReader[T]) ([]*Object, string, bool, bool) {
 	// Streamed item by item (the tokens of the List itself, then one decode per item), so
 	// that a count can stop it.
-	opts := decodeOptions(strs)
 	dec := jsontext.NewDecoder(bytes.NewBuffer(data), opts)
 	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return nil, "", false, false
@@ -133,7 +149,7 @@ func decodeList[T any, P interface {
 			}
 			sawItems = true
 			var more bool
-			out, more, err = decodeItems[T, P](dec, opts, apiVersion, kind, page, max)
+			out, more, err = decodeItems[T, P](dec, opts, read, apiVersion, kind, page, max)
 			if more {
 				return out, "", true, true // the caller stops here: the rest is not decoded
 			}
@@ -164,7 +180,7 @@ var errNotOneKind = errors.New("an item of another kind, or without a name")
 func decodeItems[T any, P interface {
 	*T
 	listItem
-}](dec *jsontext.Decoder, opts jsonv2.Options, apiVersion, kind string, page bool, max int) (out []*Object, more bool, err error) {
+}](dec *jsontext.Decoder, opts jsonv2.Options, read itemReader[T], apiVersion, kind string, page bool, max int) (out []*Object, more bool, err error) {
 	if dec.PeekKind() == 'n' {
 		_, err := dec.ReadToken() // "items": null
 		return nil, false, err
@@ -177,7 +193,7 @@ func decodeItems[T any, P interface {
 			return out, true, nil
 		}
 		var it T
-		if err := jsonv2.UnmarshalDecode(dec, &it, opts); err != nil {
+		if err := read(dec, opts, &it); err != nil {
 			return nil, false, err
 		}
 		p := P(&it)

@@ -5,6 +5,7 @@ package snapshot
 
 import (
 	"sort"
+	"strconv"
 	"time"
 
 	fleetv1 "github.com/rancher/fleet/pkg/apis/fleet.cattle.io/v1alpha1"
@@ -131,11 +132,26 @@ type Cluster struct {
 	// Logs by namespace/pod/container.
 	Logs map[string]*Log
 
-	sources   map[string]string // object key → file:line it was read from, when not source
-	source    string            // where most objects were read from (a live cluster: all)
 	eventsBy  map[string][]*corev1.Event
-	objIndex  map[string]*Object
+	objIndex  map[string]indexed // by object key
 	contentIx map[string]bool
+}
+
+// indexed is an object of a cluster and where it was read from: src ("file:line" or
+// "live"), and its position in the List there (-1: not a List item).
+type indexed struct {
+	obj  *Object
+	src  string
+	item int
+}
+
+// source is where the object was read from: src, or "src items[i]" for a List's item (made
+// when asked for, not for each of a fleet's objects).
+func (x indexed) source() string {
+	if x.item < 0 {
+		return x.src
+	}
+	return x.src + " items[" + strconv.Itoa(x.item) + "]"
 }
 
 // CRD is what the checks need of a CustomResourceDefinition.
@@ -230,19 +246,15 @@ func KeyFor(apiVersion, kind, namespace, name string) string {
 // GetRef returns the object of that apiVersion/kind/namespace/name (typed, or *Unstructured
 // for kinds without a type), or nil.
 func (c *Cluster) GetRef(apiVersion, kind, namespace, name string) any {
-	if o := c.objIndex[KeyFor(apiVersion, kind, namespace, name)]; o != nil {
-		return o.obj
+	if x, ok := c.objIndex[KeyFor(apiVersion, kind, namespace, name)]; ok {
+		return x.obj.obj
 	}
 	return nil
 }
 
 // SourceRef is Source for an object named with its apiVersion.
 func (c *Cluster) SourceRef(apiVersion, kind, namespace, name string) string {
-	k := KeyFor(apiVersion, kind, namespace, name)
-	if _, ok := c.objIndex[k]; !ok {
-		return ""
-	}
-	return c.sourceOf(k)
+	return c.objIndex[KeyFor(apiVersion, kind, namespace, name)].sourceOrNone()
 }
 
 // OtherOf returns the untyped objects of one API group and kind, in snapshot order.
@@ -271,24 +283,21 @@ func LogKey(namespace, pod, container string) string { return namespace + "/" + 
 
 // Source returns where an object was read from ("file:line" or "live"), if known.
 func (c *Cluster) Source(kind, namespace, name string) string {
-	k := Key(kind, namespace, name)
-	if _, ok := c.objIndex[k]; !ok {
-		return ""
-	}
-	return c.sourceOf(k)
+	return c.objIndex[Key(kind, namespace, name)].sourceOrNone()
 }
 
-func (c *Cluster) sourceOf(key string) string {
-	if src, ok := c.sources[key]; ok {
-		return src
+// sourceOrNone is source, or "" for no object.
+func (x indexed) sourceOrNone() string {
+	if x.obj == nil {
+		return ""
 	}
-	return c.source
+	return x.source()
 }
 
 // Get returns the typed object of that kind/namespace/name, or nil.
 func (c *Cluster) Get(kind, namespace, name string) any {
-	if o := c.objIndex[Key(kind, namespace, name)]; o != nil {
-		return o.obj
+	if x, ok := c.objIndex[Key(kind, namespace, name)]; ok {
+		return x.obj.obj
 	}
 	return nil
 }
@@ -326,7 +335,7 @@ func (c *Cluster) LogsFor(namespace, pod string) []*Log {
 
 // HasCRD reports whether a CRD of that name (plural.group) was read.
 func (c *Cluster) HasCRD(name string) bool {
-	return c.objIndex[Key("CustomResourceDefinition", "", name)] != nil
+	return c.objIndex[Key("CustomResourceDefinition", "", name)].obj != nil
 }
 
 // Releases returns every revision of one Helm release, oldest first.

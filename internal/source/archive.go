@@ -96,12 +96,12 @@ func readArchive(file string, lim Limits, mem *budget) ([]entry, error) {
 		}
 		if h.Typeflag != tar.TypeReg {
 			// links and devices are never followed or created
-			out = append(out, entry{rel: rel, member: members, skip: linkSkip(h.Typeflag)})
+			out = append(out, entry{rel: rel, member: int32(members), skip: linkSkip(h.Typeflag)})
 			continue
 		}
 		if h.Size > lim.MaxFileBytes {
 			size := h.Size
-			out = append(out, entry{rel: rel, member: members, open: func() ([]byte, error) {
+			out = append(out, entry{rel: rel, member: int32(members), open: func(*[]byte) ([]byte, error) {
 				return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
 			}})
 			continue
@@ -120,7 +120,7 @@ func readArchive(file string, lim Limits, mem *budget) ([]entry, error) {
 		if err != nil {
 			return stop(fmt.Errorf("reading %s: %w", rel, err), false)
 		}
-		out = append(out, entry{rel: rel, member: members, data: data})
+		out = append(out, entry{rel: rel, member: int32(members), data: data})
 	}
 	// What the members hold is charged until each is read (see loader.file).
 	mem.keep(total)
@@ -172,7 +172,7 @@ func sortEntries(out []entry) []entry {
 	for i, e := range out {
 		if i+1 < len(out) && out[i+1].rel == e.rel && !e.outside && !out[i+1].outside && e.member > 0 {
 			later := out[i+1].member
-			kept = append(kept, entry{rel: e.rel, open: func() ([]byte, error) {
+			kept = append(kept, entry{rel: e.rel, open: func(*[]byte) ([]byte, error) {
 				return nil, fmt.Errorf("the archive holds this path twice (members %d and %d); member %d was read, member %d ignored, as tar would extract them", e.member, later, later, e.member)
 			}})
 			continue

@@ -27,6 +27,8 @@ type fileDocs struct {
 	// or what a document expands to when that is more.
 	reserved int64
 	refused  bool // a document went over the memory budget: an error, whatever the file
+	// typed says the file was read as one List by the typed decode (snapshot.PrepareList).
+	typed bool
 }
 
 func (f *fileDocs) skip(rel string, line int, item, reason string) {
@@ -36,8 +38,9 @@ func (f *fileDocs) skip(rel string, line int, item, reason string) {
 	f.skips = append(f.skips, snapshot.Skipped{File: rel, Line: line, Reason: reason})
 }
 
-// objects reads every object of one file.
-func (l *loader) objects(cluster, rel string, data []byte) {
+// objects reads every object of one file. typedOnly says data was read by the typed List
+// decode alone, which keeps nothing of it (every other reading may keep parts of it).
+func (l *loader) objects(cluster, rel string, data []byte) (typedOnly bool) {
 	t := bytes.TrimSpace(data)
 	if len(t) == 0 {
 		l.b.Skip(rel, "empty file")
@@ -56,7 +59,8 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 	}
 	f := fileDocs{cluster: cluster, reserved: cost}
 	defer func() { l.mem.release(f.reserved) }()
-	if hasDumpLogs(data) {
+	dumped := hasDumpLogs(data)
+	if dumped {
 		l.dumpLogs(cluster, rel, data)
 		data = blankDumpLogs(data)
 	}
@@ -84,6 +88,7 @@ func (l *loader) objects(cluster, rel string, data []byte) {
 	if f.objects == 0 && len(f.skips) == 0 {
 		l.b.Skip(rel, "no Kubernetes object (only comments or empty documents)")
 	}
+	return f.typed && !dumped
 }
 
 func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *finding.ScanError {
@@ -94,11 +99,9 @@ func (l *loader) jsonStream(cluster, rel string, data []byte, f *fileDocs) *find
 		l.giveStrings(strs)
 		line := lineAt(data, int64(leadingSpace(data)))
 		if ok && (len(objs) > 0 || more) && l.admitAll(f, len(objs), len(data)) {
-			src := fmt.Sprintf("%s:%d", rel, line)
-			for i, o := range objs {
-				l.b.Add(cluster, src+" items["+strconv.Itoa(i)+"]", o)
-			}
+			l.b.AddItems(cluster, rel+":"+strconv.Itoa(line), objs)
 			f.objects += len(objs)
+			f.typed = true
 			if more {
 				l.stop(f, rel, line, fmt.Sprintf("items[%d]", len(objs)), why, whole)
 			}

@@ -32,7 +32,7 @@ type dumpLog struct {
 
 // isDumpLog reports whether rel and data are a logs.txt written by kubectl cluster-info dump.
 func isDumpLog(rel string, data []byte) bool {
-	return dumpLogPath().MatchString(rel) && bytes.HasPrefix(data, []byte(dumpLogMarker))
+	return bytes.HasPrefix(data, []byte(dumpLogMarker)) && dumpLogPath().MatchString(rel)
 }
 
 // splitDumpLog cuts a cluster-info dump's logs.txt into its containers' logs. A block whose

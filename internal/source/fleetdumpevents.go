@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path"
+	"strings"
 
 	"github.com/unstick-dev/unstick/internal/lazyre"
 	"github.com/unstick-dev/unstick/internal/snapshot"
@@ -17,7 +18,8 @@ var fleetDumpEventsName = lazyre.New(`^events_[a-z0-9][-a-z0-9]*$`)
 
 // isFleetDumpEvents reports whether rel and its trimmed content t are a fleet dump events file.
 func isFleetDumpEvents(rel string, t []byte) bool {
-	return fleetDumpEventsName().MatchString(path.Base(rel)) && len(t) > 0 && t[0] == '{'
+	base := path.Base(rel)
+	return strings.HasPrefix(base, "events_") && fleetDumpEventsName().MatchString(base) && len(t) > 0 && t[0] == '{'
 }
 
 // fleetDumpEvents reads a fleet dump events file line by line: a line that is not JSON, or

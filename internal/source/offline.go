@@ -67,18 +67,23 @@ type Offline struct {
 type entry struct {
 	rel  string // slash-separated path relative to the bundle root
 	data []byte
-	open func() ([]byte, error)
+	// open reads the entry: into *buf's memory when buf is not nil and the entry is a
+	// directory's file (see readFile), else into memory of its own.
+	open func(buf *[]byte) ([]byte, error)
+	// skip, when set, says why the entry is skipped without being read (a link).
+	skip string
+	// size is a directory's file's size as listed (archive members hold their data).
+	size int64
+	// member is the entry's position in its archive (1-based; 0 outside archives). An
+	// int32 beside outside keeps an entry at 80 bytes: a hostile archive lists a million.
+	member int32
 	// outside marks an entry that is not part of the bundle's tree (an archive member whose
 	// path escapes it, or the archive itself when it is cut short): reported, never read.
 	outside bool
-	// skip, when set, says why the entry is skipped without being read (a link).
-	skip string
-	// member is the entry's position in its archive (1-based; 0 outside archives).
-	member int
 }
 
 func failed(rel, msg string) entry {
-	return entry{rel: rel, outside: true, open: func() ([]byte, error) { return nil, errors.New(msg) }}
+	return entry{rel: rel, outside: true, open: func(*[]byte) ([]byte, error) { return nil, errors.New(msg) }}
 }
 
 // Load reads the whole bundle into a snapshot. Problems with single files are recorded in
@@ -169,7 +174,7 @@ func bundleEntries(path string, lim Limits, mem *budget) ([]entry, error) {
 // singleFile is a bundle of one YAML or JSON file (what `kubectl get -o yaml > x.yaml` writes).
 func singleFile(path string, fi os.FileInfo, lim Limits) []entry {
 	size := fi.Size()
-	return []entry{{rel: filepath.Base(path), open: func() ([]byte, error) {
+	return []entry{{rel: filepath.Base(path), open: func(*[]byte) ([]byte, error) {
 		if size > lim.MaxFileBytes {
 			return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
 		}
@@ -194,7 +199,8 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		root = r
 	}
 	var out []entry
-	var total int64
+	var files []int    // the regular files of out, in the walk's order
+	var paths []string // where each is
 	seen := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		// Every entry counts toward the file limit, whatever its type.
@@ -221,28 +227,60 @@ func listDir(root string, lim Limits) ([]entry, error) {
 		if !d.Type().IsRegular() {
 			return nil // directories, devices, sockets
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
 		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		total += info.Size()
+		files, paths = append(files, len(out)), append(paths, p)
+		out = append(out, entry{rel: filepath.ToSlash(rel)})
+		return nil
+	})
+	// The files' sizes are asked for after the walk, on all processors; a file that cannot
+	// be asked, or the first that takes the bundle over its size, stops it, as when
+	// the walk was still on it.
+	if serr := sizeFiles(out, files, paths, lim, root); serr != nil {
+		err = serr
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, err
+}
+
+// sizeFiles sets the size of each of the entries at files, and their reader.
+func sizeFiles(out []entry, files []int, paths []string, lim Limits, root string) error {
+	errs := make([]error, len(files))
+	workers := min(runtime.GOMAXPROCS(0), len(files))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for k := w; k < len(files); k += workers {
+				info, err := os.Lstat(paths[k])
+				if err != nil {
+					errs[k] = err
+					continue
+				}
+				out[files[k]].size = info.Size()
+			}
+		})
+	}
+	wg.Wait()
+	var total int64
+	for k, i := range files {
+		if errs[k] != nil {
+			return errs[k]
+		}
+		total += out[i].size
 		if total > lim.MaxTotalBytes {
 			return fmt.Errorf("bundle %s is larger than %d MiB", root, lim.MaxTotalBytes>>20)
 		}
-		size := info.Size()
-		full := p
-		out = append(out, entry{rel: rel, open: func() ([]byte, error) {
+		size, full := out[i].size, paths[k]
+		out[i].open = func(buf *[]byte) ([]byte, error) {
 			if size > lim.MaxFileBytes {
-				return nil, fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
+				return nil, fileTooBig(size, lim)
 			}
-			return os.ReadFile(full)
-		}})
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-	return out, err
+			if buf == nil {
+				return os.ReadFile(full)
+			}
+			return readFile(full, size, buf)
+		}
+	}
+	return nil
 }
 
 // stripCommonRoot removes one top directory shared by every entry, as `tar czf x.tgz dir/`
@@ -311,6 +349,15 @@ func (l *loader) giveStrings(s *snapshot.Strings) {
 
 const rootCluster = "\x00root"
 
+// logPathMatch is logPath's submatches of rel, without running it on the names that
+// cannot match (most of a bundle's).
+func logPathMatch(rel string) []string {
+	if !strings.HasSuffix(rel, ".log") {
+		return nil
+	}
+	return logPath.FindStringSubmatch(rel)
+}
+
 var logPath = regexp.MustCompile(`(?:^|/)logs/([^/]+)/([^/]+)/([^/]+?)(\.previous)?\.log$`)
 
 func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*snapshot.Snapshot, error) {
@@ -359,8 +406,9 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte // the worker's read buffer (see readFile)
 			for i := range jobs {
-				l.file(es[i], single)
+				l.file(es[i], single, &buf)
 				// An archive member's bytes are let go once read.
 				if n := int64(len(es[i].data)); n > 0 {
 					es[i].data = nil
@@ -375,13 +423,7 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 			}
 		}()
 	}
-	var err error
-	for i := range es {
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		jobs <- i
-	}
+	err := readInOrder(ctx, es, jobs)
 	close(jobs)
 	wg.Wait()
 	if err != nil {
@@ -398,6 +440,46 @@ func (l *loader) load(ctx context.Context, es []entry, progress func(int)) (*sna
 	unknownContext(s, l.nameRoot(s), single)
 	return s, nil
 }
+
+// bigFile is the size from which a file is read before the others.
+const bigFile = 1 << 20
+
+// readInOrder hands the entries to the workers: the big files first, largest first, then
+// the rest in path order. A management cluster's bundle holds a few big Lists (its Fleet
+// Clusters, ClusterRegistrations) that sort after thousands of small ones: read last, one
+// worker would decode them alone while the others wait. The snapshot does not depend on the
+// order (the builder sorts what it holds). Nothing is allocated per entry: a hostile bundle
+// may list a million.
+func readInOrder(ctx context.Context, es []entry, jobs chan<- int) error {
+	var big []int
+	isBig := map[int]bool{} // decided before any is handed out: workers let an entry's data go
+	for i := range es {
+		if es[i].weight() >= bigFile {
+			big = append(big, i)
+			isBig[i] = true
+		}
+	}
+	sort.SliceStable(big, func(a, b int) bool { return es[big[a]].weight() > es[big[b]].weight() })
+	for _, i := range big {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		jobs <- i
+	}
+	for i := range es {
+		if isBig[i] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		jobs <- i
+	}
+	return nil
+}
+
+// weight is an entry's size: a directory's file's as listed, an archive member's data.
+func (e *entry) weight() int64 { return e.size + int64(len(e.data)) }
 
 // unknownContext marks unknown the context of the cluster whose files sit at the bundle's
 // root (named root by nameRoot, or single by the bundle's metadata) when the bundle
@@ -548,7 +630,7 @@ func (l *loader) nameRoot(s *snapshot.Snapshot) string {
 
 func (e entry) read() ([]byte, error) {
 	if e.open != nil {
-		return e.open()
+		return e.open(nil)
 	}
 	return e.data, nil
 }
@@ -567,7 +649,9 @@ func clusterOf(rel, single string) (cluster, rest string) {
 	return rootCluster, rel
 }
 
-func (l *loader) file(e entry, single string) {
+// file reads one entry. A directory's file is read into *buf, which is set to nil when
+// what was read may be kept (only the typed List decode is known to copy all it keeps).
+func (l *loader) file(e entry, single string, buf *[]byte) {
 	if e.skip != "" {
 		l.b.Skip(e.rel, e.skip)
 		return
@@ -580,13 +664,14 @@ func (l *loader) file(e entry, single string) {
 	if e.outside {
 		cluster, rest = rootCluster, ""
 	}
-	data, err := e.read()
+	data, err := l.read(e, buf)
 	if err != nil {
 		l.b.Error(finding.ScanError{Cluster: displayCluster(cluster), File: e.rel, Message: err.Error()})
 		return
 	}
 	data = utf8Text(data)
-	if m := logPath.FindStringSubmatch(rest); m != nil || isDumpLog(rest, data) {
+	if m := logPathMatch(rest); m != nil || isDumpLog(rest, data) {
+		*buf = nil
 		// Splitting a log into lines holds about twice its size for a moment.
 		cost := 2 * int64(len(data))
 		if !l.mem.reserve(cost) {
@@ -611,7 +696,53 @@ func (l *loader) file(e entry, single string) {
 		l.b.Skip(e.rel, "binary data, not a Kubernetes object")
 		return
 	}
-	l.objects(cluster, e.rel, data)
+	if !l.objects(cluster, e.rel, data) || cap(*buf) > maxKeptBuffer {
+		*buf = nil
+	}
+}
+
+// maxKeptBuffer is the largest read buffer a worker keeps for the next file.
+const maxKeptBuffer = 16 << 20
+
+// read reads an entry: a directory's file into *buf (readFile), anything else as it comes.
+func (l *loader) read(e entry, buf *[]byte) ([]byte, error) {
+	if e.open == nil {
+		return e.data, nil
+	}
+	return e.open(buf)
+}
+
+func fileTooBig(size int64, lim Limits) error {
+	return fmt.Errorf("file is %d MiB, more than the %d MiB limit", size>>20, lim.MaxFileBytes>>20)
+}
+
+// readFile reads the file at path, of about size bytes, into *buf's memory (grown as
+// needed), as os.ReadFile reads it: the thousands of small files of a fleet's bundle are
+// read without allocating and zeroing a buffer for each.
+func readFile(path string, size int64, buf *[]byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := (*buf)[:0]
+	if want := int(size) + 512; cap(b) < want {
+		b = make([]byte, 0, want)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			*buf = b
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
 }
 
 // dumpLogs reads the containers' logs of a cluster-info dump's logs.txt, and says which ones
